@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""Fetch the snapshot URL (GET, following redirects) and save its response headers.
+
+Writes ``headers.json``: ``{"url": final URL, "requested_url", "status", "reason",
+"headers": {...}, "redirects": [{"status", "url"}, ...]}``.
+HTTP >= 400 is a permanent failure (exit 0, status failed); network errors and
+timeouts exit non-zero so the engine retries later.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _lib import hooklib as H  # noqa: E402
+
+PLUGIN = "headers"
+
+
+def main():
+    args = H.start(PLUGIN)
+    url = args["url"]
+    if not H.is_http_url(url):
+        H.finish("skipped", "not an http(s) URL")
+    timeout = H.timeout_for(PLUGIN, 30)
+    user_agent, check_ssl = H.net_options(PLUGIN)
+    try:
+        resp = H.fetch(url, timeout=timeout, read_body=False, user_agent=user_agent, check_ssl=check_ssl)
+    except H.FetchError as err:
+        H.transient(str(err))
+    headers = resp.headers_dict()
+    info = {
+        "url": resp.url,
+        "requested_url": url,
+        "status": resp.status,
+        "reason": resp.reason,
+        "headers": headers,
+        "redirects": [{"status": status, "url": hop} for status, hop in resp.redirects],
+    }
+    H.write_json("headers.json", info)
+    summary = {
+        "status": resp.status,
+        "url": resp.url,
+        "content_type": resp.content_type,
+        "redirects": len(resp.redirects),
+    }
+    if resp.status >= 400:
+        H.finish("failed", resp.status_text, summary)
+    H.finish("succeeded", "headers.json", summary)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Extract the readable article from the snapshot's saved HTML with readability-lxml.
+
+Writes ``article.html`` (a standalone page with the article), ``article.txt``
+(its plain text) and ``article.json`` (``title``, ``byline``, ``length`` in
+characters of text, ``excerpt``, ``source``). Skipped when no saved HTML
+exists (wget or Chromium DOM) or when readability-lxml is not installed.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _lib import hooklib as H  # noqa: E402
+
+PLUGIN = "readability"
+BYLINE_META = ("author", "article:author", "byl", "dc.creator", "dcterms.creator", "parsely-author",
+               "sailthru.author", "twitter:creator")
+
+
+class ExtractionTimeout(Exception):
+    pass
+
+
+def extract(html, url):
+    """``(title, byline, article_html, text)`` of the article in ``html``."""
+    from readability import Document  # slow import: only here
+    import lxml.html
+
+    doc = Document(html, url=url)
+    summary = doc.summary(html_partial=True)
+    title = H.collapse_ws(doc.short_title() or doc.title() or "")
+    if title == "[no-title]":
+        title = ""
+    byline = doc.author()
+    if not byline or byline == "[no-author]":
+        meta = H.scan_html(html)["meta"]
+        byline = next((meta[k] for k in BYLINE_META if meta.get(k, "").strip()), "")
+    byline = H.collapse_ws(byline)
+
+    text = ""
+    if summary.strip():
+        fragment = lxml.html.fromstring(summary)
+        blocks = []
+        for el in fragment.iter("p", "h1", "h2", "h3", "h4", "h5", "h6", "li", "pre", "blockquote",
+                                "td", "th", "dd", "dt", "figcaption"):
+            if any(anc.tag in ("p", "li", "pre", "blockquote", "td", "th", "dd") for anc in el.iterancestors()):
+                continue
+            line = H.collapse_ws(el.text_content())
+            if line:
+                blocks.append(line)
+        text = "\n\n".join(blocks) or H.collapse_ws(fragment.text_content())
+    return title, byline, summary, text
+
+
+def render_page(title, byline, url, article_html):
+    from html import escape
+    head = f"<h1>{escape(title)}</h1>\n" if title else ""
+    if byline:
+        head += f'<p class="byline">{escape(byline)}</p>\n'
+    return (
+        "<!DOCTYPE html>\n<html>\n<head>\n<meta charset=\"utf-8\">\n"
+        f"<title>{escape(title)}</title>\n"
+        f'<meta name="source-url" content="{escape(url, quote=True)}">\n'
+        "</head>\n<body>\n<article>\n"
+        f"{head}{article_html}\n</article>\n</body>\n</html>\n"
+    )
+
+
+def main():
+    args = H.start(PLUGIN)
+    url = args["url"]
+    path = H.find_main_html()
+    if not path:
+        H.finish("skipped", "no saved HTML in this snapshot (wget/dom)")
+    try:
+        import readability  # noqa: F401
+    except ImportError:
+        H.finish("skipped", "readability-lxml is not installed")
+    timeout = H.timeout_for(PLUGIN, 60)
+    html = H.decode_bytes(H.read_file(path), "text/html")
+    if not html.strip():
+        H.finish("failed", "saved HTML is empty")
+
+    import signal
+
+    def on_alarm(signum, frame):
+        raise ExtractionTimeout()
+
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(timeout)
+    try:
+        title, byline, article_html, text = extract(html, url)
+    except ExtractionTimeout:
+        H.transient(f"extraction timed out after {timeout}s")
+    except Exception as err:  # readability/lxml raise many types on hostile markup
+        H.log(f"readability failed: {type(err).__name__}: {err}")
+        H.finish("failed", f"readability could not parse the page ({type(err).__name__})")
+    finally:
+        signal.alarm(0)
+
+    if not text.strip():
+        H.finish("failed", "no article content found")
+    info = {
+        "title": title,
+        "byline": byline or None,
+        "length": len(text),
+        "excerpt": text[:200],
+        "url": url,
+        "source": os.path.relpath(path, H.snap_dir()),
+    }
+    H.write_atomic("article.html", render_page(title, byline, url, article_html))
+    H.write_atomic("article.txt", text + "\n")
+    H.write_json("article.json", info)
+    H.finish("succeeded", "article.html", {"title": title, "byline": byline or None, "length": len(text)})
+
+
+if __name__ == "__main__":
+    main()

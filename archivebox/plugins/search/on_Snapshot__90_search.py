@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Index the snapshot's text into the full-text search database.
+
+Text source, first found: ``htmltotext/htmltotext.txt``, ``readability/article.txt``,
+else only the title. The title comes from ``title/title.txt`` (else
+``readability/article.json``). The database is ``$DATA_DIR/search.sqlite3``
+(see ``fts.py`` beside this file); re-running replaces the snapshot's row.
+Without ``DATA_DIR`` the collection root is guessed from ``SNAP_DIR`` when it
+lives under ``<root>/archive/``.
+"""
+import os
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(_HERE))
+from _lib import hooklib as H  # noqa: E402
+
+PLUGIN = "search"
+DB_NAME = "search.sqlite3"
+TEXT_SOURCES = (("htmltotext", "htmltotext.txt"), ("readability", "article.txt"))
+
+
+def read_text(path, max_chars):
+    try:
+        with open(path, "rb") as f:
+            data = f.read(max_chars * 4)
+    except OSError:
+        return None
+    return data.decode("utf-8", "replace")[:max_chars]
+
+
+def data_dir_for(snap):
+    value = os.environ.get("DATA_DIR")
+    if value:
+        return value
+    parent = os.path.dirname(snap)
+    if os.path.basename(parent) == "archive":
+        return os.path.dirname(parent)
+    return None
+
+
+def main():
+    args = H.start(PLUGIN)
+    url = args["url"]
+    snap = H.snap_dir()
+    max_chars = H.env_int("SEARCH_MAX_CHARS", 2_000_000, fallbacks=(), minimum=1000)
+    snapshot_id = args.get("snapshot_id")
+    if not isinstance(snapshot_id, str) or not snapshot_id:
+        snapshot_id = os.path.basename(snap)
+
+    text, source = None, None
+    for plugin, name in TEXT_SOURCES:
+        text = read_text(os.path.join(snap, plugin, name), max_chars)
+        if text and text.strip():
+            source = f"{plugin}/{name}"
+            break
+        text = None
+    title = (read_text(os.path.join(snap, "title", "title.txt"), 4096) or "").strip()
+    if not title:
+        article = H.read_json(os.path.join(snap, "readability", "article.json"), {}) or {}
+        title = (article.get("title") or "").strip() if isinstance(article, dict) else ""
+    if text is None and not title:
+        H.finish("skipped", "nothing to index (no text or title in this snapshot)")
+    if text is None:
+        source = "title"
+
+    root = data_dir_for(snap)
+    if not root:
+        H.finish("skipped", "DATA_DIR is not set")
+    db_path = os.path.join(root, DB_NAME)
+
+    import sqlite3
+    sys.path.insert(0, _HERE)
+    import fts
+
+    timeout = H.timeout_for(PLUGIN, 60)
+    import signal
+
+    def on_alarm(signum, frame):
+        H.transient(f"indexing timed out after {timeout}s")
+
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(timeout)
+    try:
+        fts.index_snapshot(db_path, snapshot_id, url, title, text or "")
+    except sqlite3.Error as err:
+        H.transient(f"could not write {db_path}: {err}")
+    finally:
+        signal.alarm(0)
+    chars = len(text or "")
+    H.finish("succeeded", f"indexed {chars} chars from {source}", {
+        "db": DB_NAME, "snapshot_id": snapshot_id, "source": source, "chars": chars, "title": title,
+    })
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""Extract the page's ``<title>`` and set it as the snapshot's title.
+
+Reads the HTML saved by wget (else Chromium's DOM), else fetches the page.
+Entities are decoded and whitespace collapsed; ``og:title``/``twitter:title``
+are used when the page has no ``<title>``. Emits ``{"type": "Snapshot",
+"title": ...}`` and writes ``title.txt``.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _lib import hooklib as H  # noqa: E402
+
+PLUGIN = "title"
+MAX_TITLE = 1024
+
+
+def main():
+    args = H.start(PLUGIN)
+    url = args["url"]
+    timeout = H.timeout_for(PLUGIN, 30)
+    user_agent, check_ssl = H.net_options(PLUGIN)
+    allow_fetch = H.is_http_url(url)
+    try:
+        html, _base, origin = H.load_html(url, timeout=timeout, allow_fetch=allow_fetch,
+                                          user_agent=user_agent)
+    except H.FetchError as err:
+        H.transient(str(err))
+    if html is None:
+        if not allow_fetch:
+            H.finish("skipped", "no saved HTML and not an http(s) URL")
+        H.finish("failed", origin)
+    info = H.scan_html(html)
+    title = H.collapse_ws(info["title"] or "")
+    source = "title"
+    if not title:
+        for key in ("og:title", "twitter:title"):
+            title = H.collapse_ws(info["meta"].get(key, ""))
+            if title:
+                source = key
+                break
+    if not title:
+        H.finish("failed", "page has no title", {"source": origin})
+    if len(title) > MAX_TITLE:
+        title = title[:MAX_TITLE - 1].rstrip() + "\u2026"
+    H.write_atomic("title.txt", title + "\n")
+    H.emit({"type": "Snapshot", "title": title})
+    H.finish("succeeded", title, {"title": title, "source": origin, "from": source})
+
+
+if __name__ == "__main__":
+    main()

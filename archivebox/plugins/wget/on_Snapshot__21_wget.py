@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Save the page and its requisites (images, CSS, scripts) with GNU wget.
+
+No crawling: wget runs with ``--page-requisites`` and without recursion, so it
+saves the page and the files needed to display it, from the page's host only
+(no ``--span-hosts``). Links are converted for local viewing; wget keeps the
+unconverted page next to it as ``<file>.orig``.
+
+Writes, inside this hook's folder: ``<host>/<path>`` files as wget names them,
+``wget.json`` (``main_file``, ``original_file``, ``url``, ``content_type``,
+``files``...), and with ``WGET_SAVE_WARC=true`` a ``warc/<timestamp>.warc.gz``.
+The ArchiveResult's ``output_str`` is the relative path of the main file.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _lib import hooklib as H  # noqa: E402
+
+PLUGIN = "wget"
+
+# wget exit statuses (see `man wget`, EXIT STATUS)
+WGET_EXIT = {
+    1: "generic error", 2: "parse error (command line or .wgetrc)", 3: "file I/O error",
+    4: "network failure", 5: "SSL verification failure", 6: "authentication failure",
+    7: "protocol error", 8: "server issued an error response",
+}
+
+
+def parse_log(text):
+    """Extract saved files, the main document's content type and HTTP errors from wget's log.
+
+    Needs ``--no-verbose --server-response`` output in the C locale.
+    Returns ``(saved, content_type, errors)``: ``saved`` is a list of
+    ``(url, path)`` in download order (the first is the main document),
+    ``errors`` a list of ``(status, reason)`` from ``ERROR nnn: reason`` lines.
+    """
+    import re
+    saved_re = re.compile(r'URL:\s*(\S+) \[[^\]]*\] -> "(.*)" \[\d+\]\s*$')
+    error_re = re.compile(r"ERROR (\d{3}): (.*?)\.?\s*$")
+    saved, errors = [], []
+    content_type = None
+    for line in text.splitlines():
+        m = saved_re.search(line)
+        if m:
+            saved.append((m.group(1), m.group(2)))
+            continue
+        if not saved:
+            stripped = line.strip()
+            if stripped.lower().startswith("content-type:"):
+                content_type = stripped.split(":", 1)[1].strip()
+            elif stripped.startswith("HTTP/"):
+                content_type = None  # a new response (e.g. after a redirect)
+        m = error_re.search(line)
+        if m:
+            errors.append((int(m.group(1)), m.group(2)))
+    return saved, content_type, errors
+
+
+def build_command(binary, url, timeout, warc_prefix):
+    user_agent, check_ssl = H.net_options(PLUGIN)
+    restrict = H.env_str("WGET_RESTRICT_FILE_NAMES", "windows")
+    cmd = [
+        binary,
+        "--no-verbose",
+        "--server-response",
+        "--page-requisites",
+        "--convert-links",
+        "--backup-converted",
+        "--adjust-extension",
+        "--no-parent",
+        "--execute=robots=off",
+        f"--restrict-file-names={restrict}",
+        f"--timeout={max(1, min(timeout, 60))}",
+        "--tries=1",
+        "--max-redirect=10",
+        "--no-hsts",
+        f"--user-agent={user_agent}",
+    ]
+    if not check_ssl:
+        cmd.append("--no-check-certificate")
+    if warc_prefix:
+        cmd.append(f"--warc-file={warc_prefix}")
+    cmd += H.env_list("WGET_EXTRA_ARGS", [])
+    cmd.append(url)
+    return cmd
+
+
+def count_files(root, skip=()):
+    files = total = 0
+    for folder, _dirs, names in os.walk(root):
+        for name in names:
+            path = os.path.join(folder, name)
+            if path in skip or os.path.islink(path):
+                continue
+            try:
+                total += os.path.getsize(path)
+            except OSError as err:
+                H.log(f"WARNING: cannot stat {path}: {err}")
+                continue
+            files += 1
+    return files, total
+
+
+def main():
+    args = H.start(PLUGIN)
+    url = args["url"]
+    if not H.is_http_url(url):
+        H.finish("skipped", "not an http(s) URL")
+    configured = H.env_str("WGET_BINARY", "wget")
+    binary = H.which(configured)
+    if not binary:
+        H.finish("skipped", f"wget not installed ({configured} not found)")
+    timeout = H.timeout_for(PLUGIN, 60)
+    H.install_sigterm_handler()
+
+    warc_prefix = None
+    if H.env_bool("WGET_SAVE_WARC", False):
+        import time
+        os.makedirs("warc", exist_ok=True)
+        warc_prefix = os.path.join("warc", time.strftime("%Y%m%d%H%M%S", time.gmtime()))
+
+    env = dict(os.environ, LC_ALL="C", LANG="C")
+    cmd = build_command(binary, url, timeout, warc_prefix)
+    H.log("running:", " ".join(cmd))
+    result = H.run_cmd(cmd, timeout=timeout, env=env)
+    log_text = result.stderr.decode("utf-8", "surrogateescape")  # file names round-trip
+    if log_text.strip():
+        shown = result.stderr.decode("utf-8", "replace")
+        sys.stderr.write(shown if shown.endswith("\n") else shown + "\n")
+    if result.timed_out:
+        H.transient(f"wget timed out after {timeout}s")
+
+    saved, content_type, errors = parse_log(log_text)
+    cwd = os.getcwd()
+    main_file = None
+    main_url = url
+    for saved_url, path in saved:
+        if os.path.isfile(path) and H.inside(path, cwd):
+            main_file = os.path.relpath(path, cwd)
+            main_url = saved_url
+            break
+
+    code = result.returncode
+    if main_file is None:
+        if errors:
+            status, reason = errors[0]
+            if status >= 400:
+                H.finish("failed", f"{status} {reason}", {"status": status, "exit_code": code})
+        if code == 0:
+            H.finish("failed", "wget saved no file", {"exit_code": code})
+        H.transient(f"wget exited with {code}: {WGET_EXIT.get(code, 'unknown error')}")
+
+    original = main_file + ".orig"
+    info = {
+        "url": main_url,
+        "requested_url": url,
+        "main_file": main_file,
+        "original_file": original if os.path.isfile(original) else None,
+        "content_type": content_type,
+        "exit_code": code,
+        "requisite_errors": [f"{s} {r}" for s, r in errors],
+    }
+    if warc_prefix:
+        warc = warc_prefix + ".warc.gz"
+        info["warc_file"] = warc if os.path.isfile(warc) else None
+    files, size = count_files(cwd)
+    info["files"] = files
+    info["bytes"] = size
+    H.write_json("wget.json", info)
+    summary = {k: info[k] for k in ("main_file", "url", "content_type", "files", "bytes", "exit_code")}
+    if warc_prefix:
+        summary["warc_file"] = info["warc_file"]
+    H.finish("succeeded", main_file, summary)
+
+
+if __name__ == "__main__":
+    main()
