@@ -26,13 +26,14 @@ without a declared icon), ``latin1.html`` (ISO-8859-1), ``data.json`` (not
 HTML), and a link to ``missing.html`` which does not exist (404).
 
 Dynamic endpoints of the server: ``/slow?delay=SECONDS`` (an HTML page sent
-after a delay), ``/redirect?to=PATH`` (302), ``/status/CODE`` (any status).
+after a delay), ``/redirect?to=PATH`` (302), ``/loop`` (302 to itself), ``/status/CODE`` (any status).
 Only 127.0.0.1 is ever bound or contacted.
 """
 
 import contextlib
 import os
 import struct
+import sys
 import threading
 import time
 import zlib
@@ -125,7 +126,8 @@ class SiteInfo:
     json_path: str                  # a non-HTML document
     missing_path: str               # linked from pages, answers 404
     external_url: str               # an off-site link (never fetched by tests)
-    script_word: str                # appears only inside <script>/<style>
+    script_word: str                # appears only inside <script>/<style>/<noscript>
+    offhost_image_url: str          # <img> on every page, same server under the name "localhost"
 
     def url(self, path):
         """Absolute URL of a site path."""
@@ -153,6 +155,8 @@ def generate_site(root, pages=20, base_url="http://127.0.0.1:8000"):
     base = base_url.rstrip("/")
     os.makedirs(root, exist_ok=True)
     script_word = "scriptonlyzyzzogeton"
+    # same server, other host name: a page requisite that is not on the page's host
+    offhost_image = base.replace("://127.0.0.1", "://localhost", 1) + "/static/img/offhost.png"
     external = "https://example.org/external-reference"
     infos = []
     for i in range(1, pages + 1):
@@ -173,6 +177,7 @@ def generate_site(root, pages=20, base_url="http://127.0.0.1:8000"):
     for path, rgb in zip(images, colors):
         _write(root, path, png_bytes(4, 4, rgb))
     _write(root, "/static/img/bg.gif", GIF_BYTES)
+    _write(root, "/static/img/offhost.png", png_bytes(2, 2, (90, 90, 90)))
     _write(root, "/static/favicon.png", png_bytes(16, 16, (250, 180, 0)))
     _write(root, "/favicon.ico", _ico_bytes())
     _write(root, "/static/style.css",
@@ -209,6 +214,7 @@ def generate_site(root, pages=20, base_url="http://127.0.0.1:8000"):
     <p class="byline">By {page.author}</p>
     {paragraphs}
     <img src="{images[i % len(images)]}" alt="picture {i}">
+    <img src="{offhost_image}" alt="off-host picture">
     <p>See also <a href="{base}{page.links[3]}">a page far away</a>,
        <a href="/missing.html">a page that is gone</a>,
        <a href="{external}">an external reference</a>,
@@ -300,6 +306,7 @@ def generate_site(root, pages=20, base_url="http://127.0.0.1:8000"):
         atom_path="/atom.xml", atom_links=[p.url for p in atom_pages],
         urls_txt_path="/urls.txt", urls_txt_links=txt_links, json_path="/data.json",
         missing_path="/missing.html", external_url=external, script_word=script_word,
+        offhost_image_url=offhost_image,
     )
 
 
@@ -373,6 +380,8 @@ class SiteServer:
                 if path == "/redirect":
                     target = query.get("to", ["/index.html"])[0]
                     return self._send(302, "text/html", b"moved", head, {"Location": target})
+                if path == "/loop":
+                    return self._send(302, "text/html", b"loop", head, {"Location": "/loop"})
                 if path.startswith("/status/"):
                     code = int(path.rsplit("/", 1)[1])
                     return self._send(code, "text/html", f"<html><body>status {code}</body></html>".encode(), head)
@@ -404,6 +413,12 @@ class SiteServer:
         class Server(ThreadingHTTPServer):
             daemon_threads = True
             allow_reuse_address = True
+
+            def handle_error(self, request, client_address):
+                # clients that give up early (timeouts under test) are expected
+                if isinstance(sys.exc_info()[1], ConnectionError):
+                    return
+                super().handle_error(request, client_address)
 
         self._httpd = Server((self.host, self.port), Handler)
         self.port = self._httpd.server_address[1]

@@ -92,6 +92,18 @@ class Snapshot:
         os.makedirs(self.dir, exist_ok=True)
         os.makedirs(self.crawl_dir, exist_ok=True)
 
+    def fake_wget(self, data, content_type="text/html; charset=utf-8", name="host/index.html"):
+        """Pretend wget saved ``data`` as the main document (writes wget/wget.json)."""
+        folder = os.path.join(self.dir, "wget")
+        path = os.path.join(folder, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data if isinstance(data, bytes) else data.encode("utf-8"))
+        with open(os.path.join(folder, "wget.json"), "w") as f:
+            json.dump({"url": self.url, "main_file": name, "original_file": None,
+                       "content_type": content_type}, f)
+        return path
+
     def run(self, plugin, env=None, timeout=60, url=None, extra_args=(), check_contract=True):
         return run_hook(plugin, url or self.url, self, env=env, timeout=timeout,
                         extra_args=extra_args, check_contract=check_contract)

@@ -555,18 +555,25 @@ def normalize_outlink(href, base_url):
     Returns None for non-http(s) schemes (mailto:, javascript:, data:, ...)
     and for unparsable values.
     """
-    from urllib.parse import urljoin, urldefrag, urlsplit
+    from urllib.parse import urljoin, urlsplit, urlunsplit
     href = href.strip().replace("\n", "").replace("\r", "").replace("\t", "")
     if not href or href.startswith("#"):
         return None
     try:
-        absolute = urldefrag(urljoin(base_url, href))[0]
-        parts = urlsplit(absolute)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
+        parts = urlsplit(urljoin(base_url, href))
+        scheme = parts.scheme.lower()
+        host = parts.hostname  # lower-cased by urlsplit
+        if scheme not in ("http", "https") or not host:
             return None
-        parts.port  # raises ValueError for an invalid port
+        port = parts.port  # raises ValueError for an invalid port
     except ValueError:
         return None
+    netloc = parts.netloc.rpartition("@")
+    userinfo = netloc[0] + "@" if netloc[1] else ""
+    host = f"[{host}]" if ":" in host else host
+    if port is not None:
+        host += f":{port}"
+    absolute = urlunsplit((scheme, userinfo + host, parts.path or "/", parts.query, ""))
     if " " in absolute:
         absolute = absolute.replace(" ", "%20")
     return absolute

@@ -1,0 +1,95 @@
+"""parse_rss_urls hook: item/entry links of RSS and Atom feeds, safely parsed."""
+import json
+
+RSS_BOMB = b"""<?xml version="1.0"?>
+<!DOCTYPE rss [
+  <!ENTITY a "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa">
+  <!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">
+  <!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">
+  <!ENTITY d "&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;">
+  <!ENTITY e "&d;&d;&d;&d;&d;&d;&d;&d;&d;&d;">
+  <!ENTITY f "&e;&e;&e;&e;&e;&e;&e;&e;&e;&e;">
+  <!ENTITY g "&f;&f;&f;&f;&f;&f;&f;&f;&f;&f;">
+]>
+<rss version="2.0"><channel><title>&g;</title>
+<item><title>&g;</title><link>http://bomb.example/1</link></item></channel></rss>
+"""
+
+
+def test_parse_rss_urls_rss2(site, snapshot_factory):
+    snap = snapshot_factory(site.url(site.info.rss_path))
+    assert snap.run("wget").status == "succeeded"
+    run = snap.run("parse_rss_urls")
+    assert run.returncode == 0 and run.status == "succeeded", run
+    assert run.urls() == site.info.rss_links
+    assert run.result["output_json"]["feed"] == "rss"
+    rows = [json.loads(l) for l in open(run.path("urls.jsonl"))]
+    assert [r["title"] for r in rows] == [p.title for p in site.info.pages[:5]]
+
+
+def test_parse_rss_urls_atom_fetched(site, snapshot_factory):
+    run = snapshot_factory(site.url(site.info.atom_path)).run("parse_rss_urls")
+    assert run.status == "succeeded", run
+    assert run.urls() == site.info.atom_links  # rel=alternate chosen, rel=edit ignored
+    assert run.result["output_json"]["feed"] == "atom"
+
+
+def test_parse_rss_urls_detects_by_content_not_type(snapshot_factory):
+    snap = snapshot_factory("http://127.0.0.1:9/feed")
+    snap.fake_wget(
+        b"\xef\xbb\xbf<?xml version='1.0'?>\n<!-- comment -->\n<rdf:RDF xmlns:rdf='http://www.w3.org/1999/02/22-rdf-syntax-ns#'"
+        b" xmlns='http://purl.org/rss/1.0/'><channel rdf:about='http://x.example/'/>"
+        b"<item rdf:about='http://x.example/a'><title>A</title><link>http://x.example/a</link></item>"
+        b"<item rdf:about='http://x.example/b'><title>B</title></item></rdf:RDF>",
+        content_type="text/html", name="h/feed.html")
+    run = snap.run("parse_rss_urls")
+    assert run.status == "succeeded", run
+    assert run.urls() == ["http://x.example/a", "http://x.example/b"]
+
+
+def test_parse_rss_urls_relative_links_and_guid(snapshot_factory):
+    snap = snapshot_factory("http://127.0.0.1:9/blog/feed.xml")
+    snap.fake_wget(
+        b"<rss version='2.0'><channel><item><link>/post/1</link></item>"
+        b"<item><guid>https://g.example/2</guid></item>"
+        b"<item><guid isPermaLink='false'>tag:abc</guid></item>"
+        b"<item><link>mailto:x@y.z</link></item><item><link>/post/1#c</link></item></channel></rss>",
+        content_type="application/rss+xml", name="h/feed.xml")
+    run = snap.run("parse_rss_urls")
+    assert run.urls() == ["http://127.0.0.1:9/post/1", "https://g.example/2"]
+
+
+def test_parse_rss_urls_refuses_entity_bomb(snapshot_factory):
+    snap = snapshot_factory("http://127.0.0.1:9/bomb.rss")
+    snap.fake_wget(RSS_BOMB, content_type="application/rss+xml", name="h/bomb.rss")
+    run = snap.run("parse_rss_urls")
+    assert run.returncode == 0 and run.status == "failed", run
+    assert "refused" in run.result["output_str"]
+    assert run.urls() == []
+    assert run.duration < 5
+
+
+def test_parse_rss_urls_refuses_external_entities(snapshot_factory):
+    snap = snapshot_factory("http://127.0.0.1:9/xxe.rss")
+    snap.fake_wget(b'<?xml version="1.0"?><!DOCTYPE rss [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
+                   b"<rss><channel><item><link>http://a.example/&x;</link></item></channel></rss>",
+                   content_type="application/rss+xml", name="h/xxe.rss")
+    run = snap.run("parse_rss_urls")
+    assert run.status == "failed" and "refused" in run.result["output_str"], run
+
+
+def test_parse_rss_urls_not_a_feed_and_garbage(site, snapshot_factory):
+    snap = snapshot_factory(site.url("/page-01.html"))
+    assert snap.run("wget").status == "succeeded"
+    run = snap.run("parse_rss_urls")
+    assert run.returncode == 0 and run.status == "skipped", run
+    snap = snapshot_factory("http://127.0.0.1:9/broken.rss")
+    snap.fake_wget(b"<rss version='2.0'><channel><item><link>http://a.example/</link></item>" + bytes(range(256)),
+                   content_type="application/rss+xml", name="h/broken.rss")
+    run = snap.run("parse_rss_urls")
+    assert run.returncode == 0 and run.status == "failed", run
+    assert run.result["output_str"].startswith("invalid feed XML")
+    snap = snapshot_factory("http://127.0.0.1:9/noise")
+    snap.fake_wget(bytes(range(256)) * 10, content_type="application/octet-stream", name="h/noise")
+    run = snap.run("parse_rss_urls")
+    assert run.returncode == 0 and run.status == "skipped", run

@@ -1,0 +1,43 @@
+"""readability hook: article extraction with readability-lxml."""
+import json
+
+import pytest
+
+readability = pytest.importorskip("readability", reason="readability-lxml is not installed")
+
+
+def test_readability_extracts_article(site, snapshot_factory):
+    page = site.info.pages[10]
+    snap = snapshot_factory(page.url)
+    assert snap.run("wget").status == "succeeded"
+    run = snap.run("readability")
+    assert run.returncode == 0 and run.status == "succeeded", run
+    assert run.result["output_str"] == "article.html"
+    info = json.loads(open(run.path("article.json")).read())
+    assert info["title"] == page.title
+    assert info["byline"] == page.author
+    text = open(run.path("article.txt"), encoding="utf-8").read()
+    assert info["length"] == len(text.strip())
+    assert page.word in text
+    assert site.info.script_word not in text
+    assert "Home" not in text.split("\n")[0]  # navigation is not article content
+    html = open(run.path("article.html"), encoding="utf-8").read()
+    assert html.startswith("<!DOCTYPE html>") and page.word in html
+    assert run.result["output_json"] == {"title": page.title, "byline": page.author, "length": info["length"]}
+
+
+def test_readability_skipped_without_html(site, snapshot_factory):
+    run = snapshot_factory(site.url("/page-01.html")).run("readability")
+    assert run.returncode == 0 and run.status == "skipped", run
+    assert "no saved HTML" in run.result["output_str"]
+
+
+def test_readability_empty_and_garbage(snapshot_factory):
+    snap = snapshot_factory("http://127.0.0.1:9/x")
+    snap.fake_wget("<html><body></body></html>")
+    run = snap.run("readability")
+    assert run.returncode == 0 and run.status == "failed", run
+    snap = snapshot_factory("http://127.0.0.1:9/y")
+    snap.fake_wget(bytes(range(1, 256)) * 50, content_type="text/html")
+    run = snap.run("readability")
+    assert run.returncode == 0 and run.status in ("failed", "succeeded"), run

@@ -1,0 +1,71 @@
+"""title hook: <title> from the saved HTML, else fetched."""
+import os
+
+from localsite import closed_port
+
+
+def test_title_from_wget_output(site, snapshot_factory):
+    page = site.info.pages[6]
+    snap = snapshot_factory(page.url)
+    assert snap.run("wget").status == "succeeded"
+    start = len(site.server.requests)
+    run = snap.run("title")
+    assert run.returncode == 0, run
+    assert run.status == "succeeded"
+    assert run.result["output_str"] == page.title
+    assert {"type": "Snapshot", "title": page.title} in run.records
+    assert run.result["output_json"]["source"] == "wget"
+    assert site.server.requests[start:] == []  # no network when wget's output exists
+    assert open(run.path("title.txt"), encoding="utf-8").read().strip() == page.title
+
+
+def test_title_fetches_when_nothing_saved(site, snapshot_factory):
+    page = site.info.pages[7]
+    run = snapshot_factory(page.url).run("title")
+    assert run.status == "succeeded", run
+    assert run.result["output_str"] == page.title
+    assert run.result["output_json"]["source"] == "fetch"
+
+
+def test_title_decodes_entities_whitespace_and_charset(site, snapshot_factory, tmp_path):
+    run = snapshot_factory(site.url(site.info.latin1_path)).run("title")
+    assert run.result["output_str"] == site.info.latin1_title, run
+    from localsite import SiteServer
+    (tmp_path / "t.html").write_bytes(
+        b"<html><head><title>\n  Fish &amp; Chips &#8212;\t&eacute;t&eacute; &lt;3  \n</title></head></html>")
+    (tmp_path / "og.html").write_bytes(b'<html><head><meta property="og:title" content="Only OG"></head></html>')
+    (tmp_path / "none.html").write_bytes(b"<html><head></head><body><p>no title</p></body></html>")
+    with SiteServer(str(tmp_path)) as server:
+        run = snapshot_factory(server.base_url + "/t.html").run("title")
+        assert run.result["output_str"] == "Fish & Chips \u2014 \u00e9t\u00e9 <3"
+        run = snapshot_factory(server.base_url + "/og.html").run("title")
+        assert run.result["output_str"] == "Only OG"
+        run = snapshot_factory(server.base_url + "/none.html").run("title")
+        assert run.returncode == 0 and run.status == "failed"
+        assert not any(r["type"] == "Snapshot" for r in run.records)
+
+
+def test_title_dom_output_is_used(site, snapshot_factory):
+    snap = snapshot_factory(site.url("/page-08.html"))
+    os.makedirs(os.path.join(snap.dir, "dom"))
+    with open(os.path.join(snap.dir, "dom", "output.html"), "w") as f:
+        f.write("<html><head><title>Rendered By Script</title></head><body></body></html>")
+    run = snap.run("title")
+    assert run.result["output_str"] == "Rendered By Script"
+    assert run.result["output_json"]["source"] == "dom"
+
+
+def test_title_404_and_not_html(site, snapshot_factory):
+    run = snapshot_factory(site.url(site.info.missing_path)).run("title")
+    assert run.returncode == 0 and run.status == "failed"
+    assert run.result["output_str"] == "404 Not Found"
+    run = snapshot_factory(site.url(site.info.json_path)).run("title")
+    assert run.returncode == 0 and run.status == "failed"
+    assert run.result["output_str"].startswith("not HTML")
+
+
+def test_title_connection_refused_and_timeout(site, snapshot_factory):
+    run = snapshot_factory(f"http://127.0.0.1:{closed_port()}/").run("title")
+    assert run.returncode != 0, run
+    run = snapshot_factory(site.url("/slow?delay=20")).run("title", env={"TITLE_TIMEOUT": "1"})
+    assert run.returncode != 0 and run.duration < 5, run
