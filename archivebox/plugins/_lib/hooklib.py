@@ -1018,7 +1018,12 @@ def run_chrome(binary, url, action_args, timeout, stdout_path=None, user_agent=N
     """
     import shutil
     import tempfile
-    profile = tempfile.mkdtemp(prefix="archivebox-chrome-")
+    # Chromium's singleton socket lives under the profile/TMPDIR and a unix socket
+    # path must stay under ~107 bytes: use a short base folder
+    base = tempfile.gettempdir()
+    if len(base) > 40 and os.path.isdir("/tmp"):
+        base = "/tmp"
+    profile = tempfile.mkdtemp(prefix="abx-chrome-", dir=base)
     try:
         cmd = [binary, *CHROME_FLAGS, f"--user-data-dir={profile}"]
         if user_agent:
@@ -1027,6 +1032,7 @@ def run_chrome(binary, url, action_args, timeout, stdout_path=None, user_agent=N
         env = dict(os.environ)
         env.setdefault("DBUS_SESSION_BUS_ADDRESS", "disabled:")
         env["HOME"] = profile  # keep Chromium's caches/crash dirs out of the real HOME
+        env["TMPDIR"] = profile  # and its temporary files: all removed below
         result = run_cmd(cmd, timeout=timeout, env=env, stdout_path=stdout_path)
     finally:
         shutil.rmtree(profile, ignore_errors=True)
