@@ -104,12 +104,12 @@ class Snapshot:
                        "content_type": content_type}, f)
         return path
 
-    def run(self, plugin, env=None, timeout=60, url=None, extra_args=(), check_contract=True):
+    def run(self, plugin, env=None, timeout=60, url=None, extra_args=(), check_contract=True, python_flags=("-I",)):
         return run_hook(plugin, url or self.url, self, env=env, timeout=timeout,
-                        extra_args=extra_args, check_contract=check_contract)
+                        extra_args=extra_args, check_contract=check_contract, python_flags=python_flags)
 
 
-def run_hook(plugin, url, snap, env=None, timeout=60, extra_args=(), check_contract=True):
+def run_hook(plugin, url, snap, env=None, timeout=60, extra_args=(), check_contract=True, python_flags=("-I",)):
     script = hook_script(plugin)
     cwd = os.path.join(snap.dir, plugin)
     os.makedirs(cwd, exist_ok=True)
@@ -129,7 +129,7 @@ def run_hook(plugin, url, snap, env=None, timeout=60, extra_args=(), check_contr
             full_env.pop(key, None)
         else:
             full_env[key] = str(value)
-    cmd = [sys.executable, "-I", script, f"--url={url}", f"--snapshot-id={snap.id}",
+    cmd = [sys.executable, *python_flags, script, f"--url={url}", f"--snapshot-id={snap.id}",
            "--crawl-id=crawl-0001", "--depth=0", *extra_args]
     started = time.monotonic()
     proc = subprocess.run(cmd, cwd=cwd, env=full_env, capture_output=True, timeout=timeout)

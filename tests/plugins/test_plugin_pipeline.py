@@ -16,10 +16,10 @@ def ordered_plugins():
     return [os.path.basename(os.path.dirname(h)) for h in hooks]
 
 
-def run_pipeline(snap, env=None):
+def run_pipeline(snap, env=None, python_flags=("-I",)):
     runs = {}
     for plugin in ordered_plugins():
-        runs[plugin] = snap.run(plugin, env=env)
+        runs[plugin] = snap.run(plugin, env=env, python_flags=python_flags)
         assert runs[plugin].returncode == 0, runs[plugin]
     return runs
 
@@ -56,10 +56,11 @@ def test_pipeline_on_a_page(site, snapshot_factory):
 
 
 @pytest.mark.skipif(shutil.which("wget") is None, reason="GNU wget is not installed")
-def test_pipeline_on_a_feed(site, snapshot_factory):
+def test_pipeline_on_a_feed_without_site_module(site, snapshot_factory):
+    """Also shows the hooks run under ``python -I -S`` (no site-packages until a hook needs them)."""
     snap = snapshot_factory(site.url(site.info.rss_path))
     env = {"CHROME_BINARY": "/nonexistent/chromium"}  # the browser adds nothing to this case
-    runs = run_pipeline(snap, env=env)
+    runs = run_pipeline(snap, env=env, python_flags=("-I", "-S"))
     assert runs["parse_rss_urls"].status == "succeeded"
     assert runs["parse_rss_urls"].urls() == site.info.rss_links
     assert runs["parse_html_urls"].status == "skipped"

@@ -26,6 +26,16 @@ def test_readability_extracts_article(site, snapshot_factory):
     assert run.result["output_json"] == {"title": page.title, "byline": page.author, "length": info["length"]}
 
 
+def test_readability_runs_without_site_module(site, snapshot_factory):
+    """Under ``python -I -S`` the hook enables site-packages itself to import readability-lxml."""
+    page = site.info.pages[11]
+    snap = snapshot_factory(page.url)
+    assert snap.run("wget").status == "succeeded"
+    run = snap.run("readability", python_flags=("-I", "-S"))
+    assert run.status == "succeeded", run
+    assert run.result["output_json"]["title"] == page.title
+
+
 def test_readability_skipped_without_html(site, snapshot_factory):
     run = snapshot_factory(site.url("/page-01.html")).run("readability")
     assert run.returncode == 0 and run.status == "skipped", run

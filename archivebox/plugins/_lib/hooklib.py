@@ -27,6 +27,13 @@ Contents:
 import os
 import sys
 
+# Hooks put the plugins folder on sys.path only to import this module. Leaving it
+# there would let plugin folder names (readability, search, ...) shadow installed
+# packages as namespace packages, so take it off again.
+PLUGINS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+while PLUGINS_DIR in sys.path:
+    sys.path.remove(PLUGINS_DIR)
+
 DEFAULT_USER_AGENT = "Mozilla/5.0 (compatible; ArchiveBox/0.1; +self-hosted web archiver)"
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 MAX_REDIRECTS = 10
@@ -162,6 +169,24 @@ def start(plugin, default_enabled=True):
 
 def is_http_url(url):
     return url.lower().startswith(("http://", "https://"))
+
+
+def import_third_party(name):
+    """Import a third-party module, enabling site-packages first if Python runs with ``-S``.
+
+    The engine may start hooks with ``python -I -S`` (much faster start-up when
+    ``site`` has costly ``.pth`` files); only hooks that need installed packages
+    then pay for ``site``. Raises ImportError if the module is not installed.
+    """
+    import importlib
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        if not sys.flags.no_site or "site" in sys.modules:
+            raise
+    import site
+    site.main()
+    return importlib.import_module(name)
 
 
 # --------------------------------------------------------------------------- output
@@ -848,7 +873,7 @@ def _decompress(body, encoding, max_bytes):
 
 # --------------------------------------------------------------------------- processes
 
-_CHILD_GROUPS = set()
+_CHILD_GROUPS = {}  # pgid -> Popen of the group leader
 _SIGTERM_INSTALLED = False
 
 
@@ -875,7 +900,12 @@ def install_sigterm_handler():
     _SIGTERM_INSTALLED = True
 
 
-def _kill_group(pgid, grace=2.0):
+def _kill_group(pgid, grace=2.0, proc=None):
+    """SIGTERM the process group ``pgid``, then SIGKILL whatever is left after ``grace`` seconds.
+
+    ``proc`` (the group leader's Popen) is reaped while waiting, so its zombie
+    does not keep the group alive.
+    """
     import signal
     import time
     try:
@@ -887,11 +917,13 @@ def _kill_group(pgid, grace=2.0):
         return
     end = time.monotonic() + grace
     while time.monotonic() < end:
+        if proc is not None:
+            proc.poll()
         try:
             os.killpg(pgid, 0)
         except ProcessLookupError:
             return
-        time.sleep(0.05)
+        time.sleep(0.02)
     try:
         os.killpg(pgid, signal.SIGKILL)
     except ProcessLookupError:
@@ -899,9 +931,9 @@ def _kill_group(pgid, grace=2.0):
 
 
 def _kill_children():
-    for pgid in list(_CHILD_GROUPS):
-        _kill_group(pgid, grace=1.0)
-        _CHILD_GROUPS.discard(pgid)
+    for pgid, proc in list(_CHILD_GROUPS.items()):
+        _kill_group(pgid, grace=1.0, proc=proc)
+        _CHILD_GROUPS.pop(pgid, None)
 
 
 def which(name):
@@ -943,12 +975,12 @@ def run_cmd(cmd, timeout, cwd=None, env=None, stdout_path=None):
             stdout=out_file if out_file else subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True,
         )
-        _CHILD_GROUPS.add(proc.pid)
+        _CHILD_GROUPS[proc.pid] = proc
         try:
             out, err = proc.communicate(timeout=timeout)
             return CmdResult(proc.returncode, out or b"", err or b"", False)
         except subprocess.TimeoutExpired:
-            _kill_group(proc.pid)
+            _kill_group(proc.pid, proc=proc)
             try:
                 out, err = proc.communicate(timeout=5)
             except subprocess.TimeoutExpired:
@@ -957,8 +989,8 @@ def run_cmd(cmd, timeout, cwd=None, env=None, stdout_path=None):
             return CmdResult(None, out or b"", err or b"", True)
         finally:
             # the leader may have exited while descendants live on: reap the group
-            _kill_group(proc.pid, grace=1.0)
-            _CHILD_GROUPS.discard(proc.pid)
+            _kill_group(proc.pid, grace=1.0, proc=proc)
+            _CHILD_GROUPS.pop(proc.pid, None)
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()

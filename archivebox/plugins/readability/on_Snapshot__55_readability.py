@@ -73,7 +73,8 @@ def main():
     if not path:
         H.finish("skipped", "no saved HTML in this snapshot (wget/dom)")
     try:
-        import readability  # noqa: F401
+        H.import_third_party("readability")
+        H.import_third_party("lxml.html")
     except ImportError:
         H.finish("skipped", "readability-lxml is not installed")
     timeout = H.timeout_for(PLUGIN, 60)
