@@ -311,3 +311,18 @@ def test_which(tmp_path, monkeypatch):
     assert H.which(str(exe)) == str(exe)
     assert H.which("missing-tool") is None
     assert H.which(str(tmp_path / "missing")) is None
+
+
+def test_arm_timeout_exits_non_zero():
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from _lib import hooklib as H\n"
+        "H.arm_timeout(1, 'busy work')\n"
+        "while True:\n"
+        "    sum(range(1000))\n"
+    )
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-I", "-c", code, PLUGINS_DIR], capture_output=True, timeout=20)
+    assert proc.returncode == 1
+    assert b"busy work timed out after 1s" in proc.stderr
+    assert proc.stdout == b""
+    assert time.monotonic() - started < 5

@@ -93,3 +93,27 @@ def test_parse_rss_urls_not_a_feed_and_garbage(site, snapshot_factory):
     snap.fake_wget(bytes(range(256)) * 10, content_type="application/octet-stream", name="h/noise")
     run = snap.run("parse_rss_urls")
     assert run.returncode == 0 and run.status == "skipped", run
+
+
+def test_parse_rss_urls_doctype_rules(snapshot_factory):
+    # an external DOCTYPE (old RSS 0.91 style) declares nothing: nothing is fetched, the feed parses
+    snap = snapshot_factory("http://127.0.0.1:9/091.rss")
+    snap.fake_wget(b'<?xml version="1.0"?>\n<!DOCTYPE rss PUBLIC "-//Netscape Communications//DTD RSS 0.91//EN" '
+                   b'"http://my.netscape.com/publish/formats/rss-0.91.dtd">\n<rss version="0.91"><channel>'
+                   b"<item><link>http://a.example/1</link></item></channel></rss>",
+                   content_type="application/rss+xml", name="h/091.rss")
+    run = snap.run("parse_rss_urls")
+    assert run.status == "succeeded" and run.urls() == ["http://a.example/1"], run
+    # entity-like text inside CDATA is just text
+    snap = snapshot_factory("http://127.0.0.1:9/cdata.rss")
+    snap.fake_wget(b"<rss version='2.0'><channel><item><link>http://a.example/2</link>"
+                   b"<description><![CDATA[how to write <!ENTITY x 'y'> and <!DOCTYPE a [ ]>]]></description>"
+                   b"</item></channel></rss>", content_type="application/rss+xml", name="h/cdata.rss")
+    run = snap.run("parse_rss_urls")
+    assert run.status == "succeeded" and run.urls() == ["http://a.example/2"], run
+    # an entity reference to an undeclared entity is a parse error, never an expansion
+    snap = snapshot_factory("http://127.0.0.1:9/undeclared.rss")
+    snap.fake_wget(b"<rss version='2.0'><channel><item><link>http://a.example/&foo;</link></item></channel></rss>",
+                   content_type="application/rss+xml", name="h/undeclared.rss")
+    run = snap.run("parse_rss_urls")
+    assert run.status == "failed" and "invalid feed XML" in run.result["output_str"], run

@@ -226,6 +226,26 @@ def finish(status, output_str="", output_json=None, exit_code=0):
     sys.exit(exit_code)
 
 
+def arm_timeout(seconds, what="hook"):
+    """Exit non-zero (transient failure) if this process is still running after ``seconds``.
+
+    A backstop for pure-Python work (parsing, extraction, indexing); network
+    calls have their own deadline and subprocesses their own kill timer.
+    """
+    import signal
+
+    def on_alarm(signum, frame):
+        transient(f"{what} timed out after {seconds}s")
+
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(max(1, int(seconds)))
+
+
+def disarm_timeout():
+    import signal
+    signal.alarm(0)
+
+
 def transient(message, exit_code=1):
     """Transient failure: log ``message`` and exit non-zero so the engine retries later."""
     log(f"ERROR: {message}")

@@ -92,6 +92,7 @@ def html_to_text(html):
 
 def main():
     H.start(PLUGIN)
+    H.arm_timeout(H.timeout_for(PLUGIN, 30), "text extraction")
     path = H.find_main_html()
     if not path:
         H.finish("skipped", "no saved HTML in this snapshot (wget/dom)")

@@ -39,6 +39,7 @@ def main():
     args = H.start(PLUGIN)
     url = args["url"]
     timeout = H.timeout_for(PLUGIN, 30)
+    H.arm_timeout(timeout + 1, PLUGIN)  # backstop; fetches have their own deadline
     user_agent, _check_ssl = H.net_options(PLUGIN)
     doc = H.find_document()
     if doc is not None and not doc.is_html and H.find_main_html() is None:

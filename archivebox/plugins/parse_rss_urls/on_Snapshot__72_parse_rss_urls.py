@@ -24,14 +24,18 @@ class FeedRefused(ValueError):
     pass
 
 
-def root_name(data):
-    """Local name of the document's root element (prolog skipped), or None."""
+def find_root(data):
+    """``(local name, offset)`` of the document's root element, skipping the prolog.
+
+    Returns ``(None, None)`` when the start of the document is not XML-like.
+    Only the first 64 KiB are examined.
+    """
     import re
     head = data[:65536]
     if head.startswith(b"\xef\xbb\xbf"):
-        head = head[3:]
+        head = b"   " + head[3:]
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
-        head = head.decode("utf-16", "replace").encode("utf-8", "replace")
+        return None, None  # UTF-16 feeds are not supported
     prolog = re.compile(rb"\s*(?:<\?.*?\?>|<!--.*?-->|<!DOCTYPE[^>\[]*(?:\[.*?\])?\s*>)", re.S | re.I)
     pos = 0
     while True:
@@ -41,22 +45,25 @@ def root_name(data):
         pos = m.end()
     m = re.compile(rb"\s*<([A-Za-z_][\w.\-]*(?::[\w.\-]+)?)").match(head, pos)
     if not m:
-        return None
-    return m.group(1).decode("ascii", "replace").split(":")[-1].lower()
+        return None, None
+    return m.group(1).decode("ascii", "replace").split(":")[-1].lower(), m.start(1)
 
 
-def check_safe(data):
-    """Refuse DTDs with an internal subset and entity declarations (before parsing)."""
+def check_safe(prolog):
+    """Refuse entity declarations and internal DTD subsets in the prolog (before parsing).
+
+    Entities can only be declared in the DTD, which lives in the prolog, so
+    text such as ``<!ENTITY`` inside an item's CDATA is not a reason to refuse.
+    """
     import re
-    lowered = data.lower()
+    lowered = prolog.lower()
     if b"<!entity" in lowered:
         raise FeedRefused("feed declares XML entities (<!ENTITY>): refused")
-    m = re.search(rb"<!doctype[^>\[]*\[", lowered)
-    if m:
+    if re.search(rb"<!doctype[^>\[]*\[", lowered):
         raise FeedRefused("feed has a DOCTYPE with an internal subset: refused")
 
 
-def parse_feed(data):
+def parse_feed(data, root_offset):
     """Parse ``data`` into an ``xml.etree`` element tree, refusing entity declarations.
 
     Built on expat (as ``xml.etree`` is) so the DTD handlers can be hooked:
@@ -65,7 +72,7 @@ def parse_feed(data):
     """
     import pyexpat
     from xml.etree.ElementTree import TreeBuilder
-    check_safe(data)
+    check_safe(data[:root_offset])
     builder = TreeBuilder()
     parser = pyexpat.ParserCreate(namespace_separator="}")
     parser.buffer_text = True
@@ -158,6 +165,7 @@ def main():
     args = H.start(PLUGIN)
     url = args["url"]
     timeout = H.timeout_for(PLUGIN, 30)
+    H.arm_timeout(timeout + 1, PLUGIN)  # backstop; fetches have their own deadline
     user_agent, check_ssl = H.net_options(PLUGIN)
     try:
         data, ctype, doc_url, origin = H.load_document(url, timeout=timeout, allow_fetch=H.is_http_url(url),
@@ -168,11 +176,11 @@ def main():
         if origin.startswith("no saved"):
             H.finish("skipped", origin)
         H.finish("failed", origin)
-    kind = root_name(data)
+    kind, root_offset = find_root(data)
     if kind not in ("rss", "rdf", "feed"):
         H.finish("skipped", f"not an RSS/Atom feed ({ctype or 'unknown type'})")
     try:
-        root = parse_feed(data)
+        root = parse_feed(data, root_offset)
     except FeedRefused as err:
         H.finish("failed", str(err))
     except Exception as err:  # expat raises ExpatError; hostile input may raise others

@@ -55,6 +55,7 @@ def main():
     args = H.start(PLUGIN)
     url = args["url"]
     timeout = H.timeout_for(PLUGIN, 30)
+    H.arm_timeout(timeout + 1, PLUGIN)  # backstop; fetches have their own deadline
     user_agent, check_ssl = H.net_options(PLUGIN)
     allow_fetch = H.is_http_url(url)
     doc = H.find_document()

@@ -17,10 +17,6 @@ BYLINE_META = ("author", "article:author", "byl", "dc.creator", "dcterms.creator
                "sailthru.author", "twitter:creator")
 
 
-class ExtractionTimeout(Exception):
-    pass
-
-
 def extract(html, url):
     """``(title, byline, article_html, text)`` of the article in ``html``."""
     from readability import Document  # slow import: only here
@@ -82,22 +78,14 @@ def main():
     if not html.strip():
         H.finish("failed", "saved HTML is empty")
 
-    import signal
-
-    def on_alarm(signum, frame):
-        raise ExtractionTimeout()
-
-    signal.signal(signal.SIGALRM, on_alarm)
-    signal.alarm(timeout)
+    H.arm_timeout(timeout, "readability extraction")
     try:
         title, byline, article_html, text = extract(html, url)
-    except ExtractionTimeout:
-        H.transient(f"extraction timed out after {timeout}s")
     except Exception as err:  # readability/lxml raise many types on hostile markup
         H.log(f"readability failed: {type(err).__name__}: {err}")
         H.finish("failed", f"readability could not parse the page ({type(err).__name__})")
     finally:
-        signal.alarm(0)
+        H.disarm_timeout()
 
     if not text.strip():
         H.finish("failed", "no article content found")

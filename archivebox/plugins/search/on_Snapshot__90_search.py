@@ -74,19 +74,13 @@ def main():
     import fts
 
     timeout = H.timeout_for(PLUGIN, 60)
-    import signal
-
-    def on_alarm(signum, frame):
-        H.transient(f"indexing timed out after {timeout}s")
-
-    signal.signal(signal.SIGALRM, on_alarm)
-    signal.alarm(timeout)
+    H.arm_timeout(timeout, "indexing")
     try:
         fts.index_snapshot(db_path, snapshot_id, url, title, text or "")
     except sqlite3.Error as err:
         H.transient(f"could not write {db_path}: {err}")
     finally:
-        signal.alarm(0)
+        H.disarm_timeout()
     chars = len(text or "")
     H.finish("succeeded", f"indexed {chars} chars from {source}", {
         "db": DB_NAME, "snapshot_id": snapshot_id, "source": source, "chars": chars, "title": title,
