@@ -43,7 +43,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 __all__ = [
     "PageInfo", "SiteInfo", "SiteServer", "RunningSite",
-    "generate_site", "serve_site", "local_site", "png_bytes", "GIF_BYTES",
+    "generate_site", "serve_site", "local_site", "png_bytes", "GIF_BYTES", "closed_port",
+    "self_signed_cert",
 ]
 
 GIF_BYTES = (
@@ -336,12 +337,13 @@ class SiteServer:
     declares it in a ``<meta>``).
     """
 
-    def __init__(self, root, host="127.0.0.1", port=0):
+    def __init__(self, root, host="127.0.0.1", port=0, tls=None):
         if host not in ("127.0.0.1", "localhost", "::1"):
             raise ValueError("the test server only binds loopback addresses")
         self.root = os.path.abspath(root)
         self.host = host
         self.port = port
+        self.tls = tls  # (certfile, keyfile) to serve HTTPS
         self.requests = []
         self._stopping = threading.Event()
         self._httpd = None
@@ -349,7 +351,8 @@ class SiteServer:
 
     @property
     def base_url(self):
-        return f"http://{self.host}:{self.port}"
+        scheme = "https" if self.tls else "http"
+        return f"{scheme}://{self.host}:{self.port}"
 
     def start(self):
         server = self
@@ -421,6 +424,11 @@ class SiteServer:
                 super().handle_error(request, client_address)
 
         self._httpd = Server((self.host, self.port), Handler)
+        if self.tls:
+            import ssl
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*self.tls)
+            self._httpd.socket = ctx.wrap_socket(self._httpd.socket, server_side=True)
         self.port = self._httpd.server_address[1]
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="localsite", daemon=True)
@@ -468,6 +476,19 @@ def local_site(root, pages=20):
     with SiteServer(root) as server:
         info = generate_site(root, pages=pages, base_url=server.base_url)
         yield RunningSite(server.base_url, info, server)
+
+
+def self_signed_cert(folder, host="127.0.0.1"):
+    """``(certfile, keyfile)`` of a fresh self-signed certificate for ``host`` (needs the openssl CLI)."""
+    import subprocess
+    cert = os.path.join(folder, "cert.pem")
+    key = os.path.join(folder, "key.pem")
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+         "-days", "2", "-subj", f"/CN={host}", "-addext", f"subjectAltName=IP:{host}"],
+        check=True, capture_output=True, timeout=60,
+    )
+    return cert, key
 
 
 def closed_port():

@@ -398,7 +398,7 @@ def read_file(path, max_bytes=DEFAULT_MAX_BYTES):
         return f.read(max_bytes)
 
 
-def load_html(url, timeout, allow_fetch=True, max_bytes=DEFAULT_MAX_BYTES, user_agent=None):
+def load_html(url, timeout, allow_fetch=True, max_bytes=DEFAULT_MAX_BYTES, user_agent=None, check_ssl=True):
     """HTML of the snapshot as ``(text, base_url, origin)``.
 
     ``origin`` is ``"wget"``/``"dom"`` when read from a sibling's output, or
@@ -415,7 +415,7 @@ def load_html(url, timeout, allow_fetch=True, max_bytes=DEFAULT_MAX_BYTES, user_
         return decode_bytes(read_file(path, max_bytes), "text/html"), url, "dom"
     if not allow_fetch:
         return None, None, "no saved HTML in this snapshot"
-    resp = fetch(url, timeout=timeout, max_bytes=max_bytes, user_agent=user_agent)
+    resp = fetch(url, timeout=timeout, max_bytes=max_bytes, user_agent=user_agent, check_ssl=check_ssl)
     if resp.status >= 400:
         return None, None, resp.status_text
     if not is_html_type(resp.content_type) and _sniff_bytes(resp.body) != "text/html":

@@ -122,7 +122,7 @@ def main():
     candidates = []
     page_url = url
     try:
-        html, page_url, origin = H.load_html(url, timeout=left(), user_agent=user_agent)
+        html, page_url, origin = H.load_html(url, timeout=left(), user_agent=user_agent, check_ssl=check_ssl)
     except H.FetchError as err:
         H.transient(str(err))
     if html is not None:

@@ -40,13 +40,13 @@ def main():
     url = args["url"]
     timeout = H.timeout_for(PLUGIN, 30)
     H.arm_timeout(timeout + 1, PLUGIN)  # backstop; fetches have their own deadline
-    user_agent, _check_ssl = H.net_options(PLUGIN)
+    user_agent, check_ssl = H.net_options(PLUGIN)
     doc = H.find_document()
     if doc is not None and not doc.is_html and H.find_main_html() is None:
         H.finish("skipped", f"not HTML ({doc.content_type or 'unknown type'})")
     try:
         html, page_url, origin = H.load_html(url, timeout=timeout, allow_fetch=H.is_http_url(url),
-                                             user_agent=user_agent)
+                                             user_agent=user_agent, check_ssl=check_ssl)
     except H.FetchError as err:
         H.transient(str(err))
     if html is None:

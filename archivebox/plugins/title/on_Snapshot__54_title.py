@@ -25,7 +25,7 @@ def main():
     allow_fetch = H.is_http_url(url)
     try:
         html, _base, origin = H.load_html(url, timeout=timeout, allow_fetch=allow_fetch,
-                                          user_agent=user_agent)
+                                          user_agent=user_agent, check_ssl=check_ssl)
     except H.FetchError as err:
         H.transient(str(err))
     if html is None:
