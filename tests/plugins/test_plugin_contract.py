@@ -64,6 +64,12 @@ def test_config_schema(plugin):
         assert key.startswith(prefix + "_") or key == "CHROME_BINARY", key
         assert prop.get("description"), key
         assert "type" in prop and "default" in prop, key
+        kind = {"boolean": bool, "integer": int, "string": str, "array": list, "object": dict}[prop["type"]]
+        assert type(prop["default"]) is kind, key
+        if "minimum" in prop:
+            assert prop["default"] >= prop["minimum"], key
+        if "enum" in prop:
+            assert prop["default"] in prop["enum"], key
     if plugin in ("screenshot", "pdf", "dom"):
         assert "CHROME_BINARY" in props
 

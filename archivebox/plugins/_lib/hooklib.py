@@ -4,24 +4,32 @@ Hook scripts import this module with::
 
     import os, sys
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from _lib import hooklib
+    from _lib import hooklib as H
+
+(importing it takes the plugins folder off ``sys.path`` again, see below).
 
 Start-up cost matters (the engine runs several hooks per URL), so this module
 imports only ``os`` and ``sys`` at load time; everything heavier (json, socket,
 ssl, html.parser, subprocess, ...) is imported inside the function that uses it.
+Hooks also work under ``python -I -S``: :func:`import_third_party` enables
+site-packages only for the hooks that need an installed package.
 
 Contents:
-- argv / env config: :func:`parse_args`, :func:`env_str`, :func:`env_bool`,
-  :func:`env_int`, :func:`env_list`
-- JSONL output: :func:`emit`, :func:`emit_url`, :func:`finish`, :func:`transient`, :func:`log`
+- start-up and config: :func:`start` (argv, ``--url``, ``<PLUGIN>_ENABLED``),
+  :func:`parse_args`, :func:`env_str`, :func:`env_bool`, :func:`env_int`,
+  :func:`env_list`, :func:`timeout_for`, :func:`net_options`
+- output: :func:`emit`, :func:`emit_url`, :func:`finish` (final ArchiveResult
+  and exit 0), :func:`transient` (exit non-zero: retried later), :func:`log` (stderr)
+- time limits: :func:`arm_timeout` (SIGALRM backstop), :func:`install_sigterm_handler`
 - snapshot layout: :func:`snap_dir`, :func:`sibling_path`, :func:`read_json`,
-  :func:`find_document`, :func:`find_main_html`, :func:`load_html`
-- network: :func:`fetch` (a small HTTP/1.1 client with redirects, an overall
-  deadline and a size cap; no proxy support)
-- HTML: :func:`decode_bytes`, :func:`scan_html`, :func:`is_html_type`
+  :func:`write_atomic`, :func:`write_json`, :func:`find_document`,
+  :func:`find_main_html`, :func:`load_html`, :func:`load_document`
+- network: :func:`fetch` (a small HTTP/1.1 client: redirects, gzip, chunked,
+  an overall deadline and a size cap; no proxy support)
+- HTML: :func:`decode_bytes`, :func:`scan_html`, :func:`normalize_outlink`
 - processes: :func:`which`, :func:`run_cmd` (own process group, killed on
-  timeout and on SIGTERM), :func:`install_sigterm_handler`
-- Chromium: :func:`chrome_binary`, :func:`run_chrome`
+  timeout and on SIGTERM)
+- Chromium: :func:`chrome_binary`, :func:`run_chrome`, :func:`chrome_hook`
 """
 
 import os
@@ -413,6 +421,8 @@ def load_html(url, timeout, allow_fetch=True, max_bytes=DEFAULT_MAX_BYTES, user_
     path = find_main_html()
     if path:
         return decode_bytes(read_file(path, max_bytes), "text/html"), url, "dom"
+    if doc is not None:  # a fetcher saved the document and it is not HTML: no need to ask again
+        return None, None, f"not HTML ({doc.content_type or 'unknown type'})"
     if not allow_fetch:
         return None, None, "no saved HTML in this snapshot"
     resp = fetch(url, timeout=timeout, max_bytes=max_bytes, user_agent=user_agent, check_ssl=check_ssl)

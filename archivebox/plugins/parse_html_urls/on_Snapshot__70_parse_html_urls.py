@@ -41,9 +41,6 @@ def main():
     timeout = H.timeout_for(PLUGIN, 30)
     H.arm_timeout(timeout + 1, PLUGIN)  # backstop; fetches have their own deadline
     user_agent, check_ssl = H.net_options(PLUGIN)
-    doc = H.find_document()
-    if doc is not None and not doc.is_html and H.find_main_html() is None:
-        H.finish("skipped", f"not HTML ({doc.content_type or 'unknown type'})")
     try:
         html, page_url, origin = H.load_html(url, timeout=timeout, allow_fetch=H.is_http_url(url),
                                              user_agent=user_agent, check_ssl=check_ssl)
