@@ -1,0 +1,3 @@
+from archivebox.cli import entry
+
+entry()

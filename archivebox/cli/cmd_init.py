@@ -1,0 +1,43 @@
+"""Create (or upgrade) a collection in the data directory.
+
+The data directory is the current directory, or DATA_DIR if set.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.management import call_command
+
+from archivebox.cli.common import setup_django
+from archivebox.config import CONFIG_FILENAME
+
+CONFIG_TEMPLATE = """# ArchiveBox configuration for this collection.
+# Keys set here apply unless the environment (or a crawl's own config) sets them.
+# Examples:
+# [GENERAL]
+# TIMEOUT = 60
+# PLUGINS = title,wget,htmltotext
+# [ENGINE]
+# ACTOR_CONCURRENCY = ArchiveResult=8,Snapshot=4
+"""
+
+
+def register(parser) -> None:
+    parser.add_argument("--quiet", "-q", action="store_true", help="print nothing on success")
+
+
+def run(args) -> int:
+    setup_django(require_init=False)
+    for folder in (settings.ARCHIVE_DIR, settings.LOGS_DIR, settings.QUEUE_DIR, settings.DATA_DIR / "plugins"):
+        folder.mkdir(parents=True, exist_ok=True)
+    config_file = settings.DATA_DIR / CONFIG_FILENAME
+    if not config_file.exists():
+        config_file.write_text(CONFIG_TEMPLATE)
+    key_file = settings.DATA_DIR / ".secret_key"
+    if not key_file.exists():
+        key_file.touch(mode=0o600)
+        key_file.write_text(settings.SECRET_KEY)
+    call_command("migrate", verbosity=0, interactive=False)
+    if not args.quiet:
+        print(f"Initialized ArchiveBox collection in {settings.DATA_DIR}")
+    return 0

@@ -1,0 +1,141 @@
+"""Engine configuration: read once from the environment and the data dir's config file.
+
+Precedence for every key: environment variable > ``<DATA_DIR>/ArchiveBox.conf`` > default.
+Components receive an :class:`EngineConfig` explicitly; nothing reads the environment
+at import time in a default argument.
+"""
+
+from __future__ import annotations
+
+import configparser
+import dataclasses
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+CONFIG_FILENAME = "ArchiveBox.conf"
+
+DEFAULT_CONCURRENCY = {"Crawl": 2, "Snapshot": 4, "ArchiveResult": 8, "Process": 2}
+
+
+class ConfigError(ValueError):
+    """A configuration value is invalid; the message names the key."""
+
+
+def resolve_data_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The collection root: ``DATA_DIR`` if set, else the current directory."""
+    environ = os.environ if environ is None else environ
+    return Path(environ.get("DATA_DIR") or os.getcwd()).resolve()
+
+
+def read_config_file(data_dir: Path) -> dict[str, str]:
+    """Flatten every section of ``ArchiveBox.conf`` into one upper-case key space."""
+    path = data_dir / CONFIG_FILENAME
+    if not path.exists():
+        return {}
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.optionxform = str
+    try:
+        parser.read(path, encoding="utf-8")
+    except configparser.Error as err:
+        raise ConfigError(f"{path}: cannot parse config file: {err}".splitlines()[0]) from err
+    values: dict[str, str] = {}
+    for section in parser.sections():
+        for key, value in parser.items(section):
+            values[key.upper()] = value
+    return values
+
+
+def layered(environ: Mapping[str, str], file_values: Mapping[str, str]) -> dict[str, str]:
+    """Environment over file values."""
+    return {**file_values, **{k: v for k, v in environ.items()}}
+
+
+def parse_bool(key: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise ConfigError(f"{key}: expected true or false, got {raw!r}")
+
+
+def parse_number(key: str, raw: str, kind: type, minimum: float | None = None):
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise ConfigError(f"{key}: expected a {kind.__name__}, got {raw!r}") from None
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"{key}: must be >= {minimum}, got {raw!r}")
+    return value
+
+
+def parse_concurrency(key: str, raw: str) -> dict[str, int]:
+    """``"ArchiveResult=8,Snapshot=4"`` -> ``{"ArchiveResult": 8, "Snapshot": 4}``."""
+    limits: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in raw.split(","))):
+        name, sep, count = part.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"{key}: expected NAME=COUNT pairs, got {part!r}")
+        limits[name.strip()] = parse_number(key, count.strip(), int, minimum=0)
+    return limits
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineConfig:
+    """Knobs of the reconciliation loop. Times are in seconds."""
+
+    data_dir: Path
+    max_tick_time: float = 10.0
+    max_tick_errors: int = 5
+    tick_backoff_base: float = 0.5
+    tick_backoff_max: float = 300.0
+    orchestrator_lease_ttl: float = 5.0
+    orchestrator_slice: float = 0.5
+    orchestrator_idle_poll: float = 1.0
+    orphan_check_interval: float = 10.0
+    concurrency: Mapping[str, int] = dataclasses.field(default_factory=lambda: dict(DEFAULT_CONCURRENCY))
+    snapshot_max_active: int = 16
+    hook_max_attempts: int = 3
+    hook_retry_backoff: float = 5.0
+    hook_kill_grace: float = 3.0
+    heartbeat_interval: float = 2.0
+    heartbeat_ttl: float = 15.0
+    sweep_interval: float = 15.0
+    machine_id: str = ""
+
+    @property
+    def slot_ttl(self) -> float:
+        """A concurrency slot outlives its tick by one MAX_TICK_TIME of queueing grace."""
+        return 2 * self.max_tick_time
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, data_dir: Path | None = None) -> "EngineConfig":
+        environ = os.environ if environ is None else environ
+        data_dir = data_dir or resolve_data_dir(environ)
+        values = layered(environ, read_config_file(data_dir))
+        kwargs: dict = {"data_dir": data_dir}
+        numbers = {
+            "MAX_TICK_TIME": ("max_tick_time", float, 0.1),
+            "MAX_TICK_ERRORS": ("max_tick_errors", int, 1),
+            "TICK_BACKOFF_BASE": ("tick_backoff_base", float, 0),
+            "TICK_BACKOFF_MAX": ("tick_backoff_max", float, 0),
+            "ORCHESTRATOR_LEASE_TTL": ("orchestrator_lease_ttl", float, 0.5),
+            "ORCHESTRATOR_SLICE": ("orchestrator_slice", float, 0.05),
+            "ORCHESTRATOR_IDLE_POLL": ("orchestrator_idle_poll", float, 0.01),
+            "ORPHAN_CHECK_INTERVAL": ("orphan_check_interval", float, 0.1),
+            "SNAPSHOT_MAX_ACTIVE": ("snapshot_max_active", int, 1),
+            "HOOK_MAX_ATTEMPTS": ("hook_max_attempts", int, 1),
+            "HOOK_RETRY_BACKOFF": ("hook_retry_backoff", float, 0),
+            "HOOK_KILL_GRACE": ("hook_kill_grace", float, 0),
+            "HEARTBEAT_INTERVAL": ("heartbeat_interval", float, 0.1),
+            "HEARTBEAT_TTL": ("heartbeat_ttl", float, 0.5),
+            "SWEEP_INTERVAL": ("sweep_interval", float, 0.1),
+        }
+        for key, (field, kind, minimum) in numbers.items():
+            if values.get(key, "").strip():
+                kwargs[field] = parse_number(key, values[key].strip(), kind, minimum)
+        if values.get("ACTOR_CONCURRENCY", "").strip():
+            kwargs["concurrency"] = {**DEFAULT_CONCURRENCY, **parse_concurrency("ACTOR_CONCURRENCY", values["ACTOR_CONCURRENCY"])}
+        kwargs["machine_id"] = values.get("MACHINE_ID", "").strip()
+        return cls(**kwargs)

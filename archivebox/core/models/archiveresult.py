@@ -1,0 +1,45 @@
+"""An ArchiveResult: one hook script run (with retries) for one snapshot or crawl."""
+
+from django.db import models
+from django.db.models import Q
+
+from archivebox.core.models.base import StatefulModel, due_index, lifecycle_constraints, status_field, uuid7
+from archivebox.transitions.graphs import ArchiveResultGraph
+
+
+class ArchiveResult(StatefulModel):
+    graph = ArchiveResultGraph
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    status = status_field(ArchiveResultGraph)
+    crawl = models.ForeignKey("core.Crawl", on_delete=models.CASCADE, related_name="results")
+    snapshot = models.ForeignKey("core.Snapshot", null=True, blank=True, on_delete=models.CASCADE, related_name="results")
+    plugin = models.CharField(max_length=64)
+    hook_name = models.CharField(max_length=255)
+    # Derived from hook_name when the row is created (hook_name never changes), stored so
+    # that "are all foreground results of this step final?" is one indexed query.
+    step = models.PositiveSmallIntegerField(default=9)
+    background = models.BooleanField(default=False)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    # Attempts allowed in total; 0 means HOOK_MAX_ATTEMPTS. A user's retry raises it.
+    attempt_limit = models.PositiveSmallIntegerField(default=0)
+    output_str = models.TextField(blank=True, default="")
+    output_json = models.JSONField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["step", "hook_name"]
+        constraints = [
+            *lifecycle_constraints(ArchiveResultGraph, "archiveresult"),
+            models.UniqueConstraint(fields=["snapshot", "hook_name"], condition=Q(snapshot__isnull=False), name="result_unique_hook_per_snapshot"),
+            models.UniqueConstraint(fields=["crawl", "hook_name"], condition=Q(snapshot__isnull=True), name="result_unique_hook_per_crawl"),
+        ]
+        indexes = [
+            due_index("archiveresult"),
+            models.Index(fields=["snapshot", "step", "status"], name="result_snapshot_step"),
+            models.Index(fields=["crawl", "step", "status"], name="result_crawl_step"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.hook_name} ({self.status})"

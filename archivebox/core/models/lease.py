@@ -1,0 +1,25 @@
+"""Leases: ownership that expires by itself.
+
+The orchestrator role is the lease ``orchestrator``. Each actor type's concurrency limit
+is a set of slot leases ``slot:<actor>:<n>``; a slot records the row it was taken for,
+so the scan never dispatches a row twice, and a SIGKILLed worker's slot frees itself
+when ``expires_at`` passes.
+"""
+
+from django.db import models
+
+
+class Lease(models.Model):
+    key = models.CharField(max_length=128, primary_key=True)
+    actor = models.CharField(max_length=64, blank=True, default="")
+    row_id = models.UUIDField(null=True, blank=True)
+    holder = models.CharField(max_length=128, blank=True, default="")
+    machine = models.ForeignKey("core.Machine", null=True, blank=True, on_delete=models.SET_NULL, related_name="leases")
+    acquired_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["actor", "expires_at"], name="lease_actor_expiry")]
+
+    def __str__(self) -> str:
+        return f"{self.key} held by {self.holder or 'nobody'} until {self.expires_at}"

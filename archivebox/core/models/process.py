@@ -1,0 +1,55 @@
+"""A Process row for every subprocess and every long-running worker the project starts."""
+
+from django.db import models
+from django.db.models import Q
+
+from archivebox.core.models.base import StatefulModel, due_index, lifecycle_constraints, status_field, uuid7
+from archivebox.transitions.graphs import ProcessGraph
+
+
+class Process(StatefulModel):
+    graph = ProcessGraph
+
+    class Kind(models.TextChoices):
+        WORKER = "worker"
+        HOOK = "hook"
+        FORKSERVER = "forkserver"
+        BINARY = "binary"
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    status = status_field(ProcessGraph)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    machine = models.ForeignKey("core.Machine", on_delete=models.CASCADE, related_name="processes")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children")
+    # Idempotency key of the side effect that launches it, e.g. "hook:<result id>:<attempt>".
+    key = models.CharField(max_length=128, null=True, blank=True, unique=True)
+    archiveresult = models.ForeignKey("core.ArchiveResult", null=True, blank=True, on_delete=models.CASCADE, related_name="processes")
+    attempt = models.PositiveSmallIntegerField(default=0)
+    label = models.CharField(max_length=255, blank=True, default="")
+    cmd = models.JSONField(default=list, help_text="argv list, never a shell string")
+    pwd = models.TextField(blank=True, default="")
+    env = models.JSONField(default=dict, blank=True, help_text="allow-listed variables only, never secrets")
+    timeout = models.FloatField(null=True, blank=True)
+    pid = models.IntegerField(null=True, blank=True)
+    # psutil create_time of pid: together they identify the OS process even after PID reuse.
+    pid_started = models.FloatField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    exit_code = models.IntegerField(null=True, blank=True)
+    reason = models.CharField(max_length=255, blank=True, default="", help_text="why it ended, when not a plain exit")
+    stdout_path = models.TextField(blank=True, default="")
+    stderr_path = models.TextField(blank=True, default="")
+    # What the hook reported on stdout, folded to the final ArchiveResult record.
+    result_json = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = lifecycle_constraints(ProcessGraph, "process")
+        indexes = [
+            due_index("process"),
+            models.Index(fields=["machine", "status"], name="process_machine_status"),
+            models.Index(fields=["kind", "status"], name="process_kind_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.pid or '-'} {self.label or ' '.join(map(str, self.cmd[:2]))}"

@@ -1,0 +1,46 @@
+"""A Snapshot: one URL archived once, by every enabled hook, in ten ordered steps."""
+
+from pathlib import Path
+
+from django.conf import settings
+from django.db import models
+
+from archivebox.core.models.base import StatefulModel, due_index, lifecycle_constraints, status_field, uuid7
+from archivebox.transitions.graphs import SnapshotGraph
+
+
+class Snapshot(StatefulModel):
+    graph = SnapshotGraph
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    status = status_field(SnapshotGraph)
+    crawl = models.ForeignKey("core.Crawl", on_delete=models.CASCADE, related_name="snapshots")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children")
+    url = models.TextField()
+    depth = models.PositiveSmallIntegerField(default=0)
+    title = models.TextField(blank=True, default="")
+    tags = models.ManyToManyField("core.Tag", blank=True, related_name="snapshots")
+    config = models.JSONField(default=dict, blank=True)
+    current_step = models.PositiveSmallIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            *lifecycle_constraints(SnapshotGraph, "snapshot"),
+            models.UniqueConstraint(fields=["crawl", "url"], name="snapshot_unique_url_per_crawl"),
+            models.CheckConstraint(condition=models.Q(current_step__lte=9), name="snapshot_step_0_9"),
+        ]
+        indexes = [due_index("snapshot"), models.Index(fields=["crawl", "status"], name="snapshot_crawl_status")]
+
+    def __str__(self) -> str:
+        return self.url
+
+    @property
+    def output_dir(self) -> Path:
+        return settings.ARCHIVE_DIR / str(self.id)
+
+    @property
+    def output_dir_relative(self) -> str:
+        return f"archive/{self.id}"

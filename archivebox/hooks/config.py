@@ -1,0 +1,183 @@
+"""Plugin configuration: each plugin's ``config.json`` is a JSONSchema of env var keys.
+
+Supported per key: ``type`` (boolean, integer, number, string, array, object), ``default``,
+``enum``, ``minimum``/``maximum``, ``x-aliases`` (other names accepted for the key) and
+``x-fallback`` (a more general key, such as ``TIMEOUT``, used when this one is not set).
+
+A value is looked up in layers, most specific first: per-snapshot config, per-crawl
+config, the environment, the data dir's ``ArchiveBox.conf``. For one key the order is:
+the key (or an alias) in any layer, then its fallback key in any layer, then the key's
+default, then the fallback's default. Values reach hooks as env vars: booleans as
+``true``/``false``, lists and objects as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from archivebox.config import ConfigError
+
+logger = logging.getLogger(__name__)
+
+# Keys every plugin may fall back to, with their defaults.
+GLOBAL_SCHEMA: dict[str, dict[str, Any]] = {
+    "TIMEOUT": {"type": "integer", "default": 60, "minimum": 1, "description": "Default hook timeout in seconds"},
+    "PLUGINS": {"type": "string", "default": "", "description": "Comma-separated allow-list of plugins; empty means all"},
+    "USER_AGENT": {"type": "string", "default": "Mozilla/5.0 (compatible; ArchiveBox/0.1; +https://archivebox.io)"},
+    "CHECK_SSL_VALIDITY": {"type": "boolean", "default": True},
+}
+
+_MISSING = object()
+
+
+def load_schema(plugin_dir: Path) -> dict[str, dict[str, Any]]:
+    """The ``properties`` of a plugin's config.json (empty if it has none)."""
+    path = plugin_dir / "config.json"
+    if not path.exists():
+        return {}
+    try:
+        schema = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ConfigError(f"{path}: invalid config.json: {err}") from err
+    properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
+    if not isinstance(properties, dict):
+        raise ConfigError(f"{path}: 'properties' must be an object")
+    return properties
+
+
+def enabled_key(plugin: str) -> str:
+    return f"{plugin.upper()}_ENABLED"
+
+
+def timeout_key(plugin: str) -> str:
+    return f"{plugin.upper()}_TIMEOUT"
+
+
+def plugin_schema(plugin: str, properties: Mapping[str, dict]) -> dict[str, dict[str, Any]]:
+    """The plugin's schema, completed with ``<PLUGIN>_ENABLED`` and ``<PLUGIN>_TIMEOUT``."""
+    schema = dict(properties)
+    schema.setdefault(enabled_key(plugin), {"type": "boolean", "default": True})
+    schema.setdefault(timeout_key(plugin), {"type": "integer", "x-fallback": "TIMEOUT", "minimum": 1})
+    return schema
+
+
+def _lookup(names: Sequence[str], layers: Sequence[Mapping[str, Any]]) -> Any:
+    for layer in layers:
+        for name in names:
+            if name in layer and layer[name] is not None and layer[name] != "":
+                return layer[name]
+    return _MISSING
+
+
+def resolve_key(key: str, spec: Mapping[str, Any], layers: Sequence[Mapping[str, Any]],
+                schemas: Mapping[str, Mapping[str, Any]] = GLOBAL_SCHEMA) -> Any:
+    """The typed value of one key, or None if nothing sets it and it has no default."""
+    names = [key, *spec.get("x-aliases", [])]
+    raw, source_key, source_spec = _lookup(names, layers), key, spec
+    fallback = spec.get("x-fallback")
+    fallback_spec = schemas.get(fallback, {}) if fallback else {}
+    if raw is _MISSING and fallback:
+        raw = _lookup([fallback, *fallback_spec.get("x-aliases", [])], layers)
+    if raw is _MISSING:
+        raw = spec.get("default", _MISSING)
+    if raw is _MISSING and fallback:
+        raw = fallback_spec.get("default", _MISSING)
+    if raw is _MISSING:
+        return None
+    return coerce(source_key, source_spec, raw)
+
+
+def coerce(key: str, spec: Mapping[str, Any], raw: Any) -> Any:
+    """Convert ``raw`` (a string from the environment, or a JSON value) to the key's type."""
+    kind = spec.get("type", "string")
+    try:
+        value = _COERCE[kind](raw)
+    except KeyError:
+        raise ConfigError(f"{key}: unsupported type {kind!r} in config.json") from None
+    except (TypeError, ValueError):
+        raise ConfigError(f"{key}: expected {_ARTICLE[kind]}, got {raw!r}") from None
+    if "enum" in spec and value not in spec["enum"]:
+        raise ConfigError(f"{key}: must be one of {spec['enum']}, got {raw!r}")
+    if "minimum" in spec and value < spec["minimum"]:
+        raise ConfigError(f"{key}: must be >= {spec['minimum']}, got {raw!r}")
+    if "maximum" in spec and value > spec["maximum"]:
+        raise ConfigError(f"{key}: must be <= {spec['maximum']}, got {raw!r}")
+    return value
+
+
+def _to_bool(raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(raw)
+
+
+def _to_int(raw: Any) -> int:
+    if isinstance(raw, bool):
+        raise ValueError(raw)
+    if isinstance(raw, float) and raw.is_integer():
+        return int(raw)
+    return int(str(raw).strip())
+
+
+def _to_number(raw: Any) -> float:
+    if isinstance(raw, bool):
+        raise ValueError(raw)
+    return float(str(raw).strip()) if not isinstance(raw, (int, float)) else raw
+
+
+def _to_list(raw: Any) -> list:
+    if isinstance(raw, list):
+        return raw
+    text = str(raw).strip()
+    if text.startswith("["):
+        value = json.loads(text)
+        if not isinstance(value, list):
+            raise ValueError(raw)
+        return value
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _to_object(raw: Any) -> dict:
+    value = raw if isinstance(raw, dict) else json.loads(str(raw))
+    if not isinstance(value, dict):
+        raise ValueError(raw)
+    return value
+
+
+def _to_str(raw: Any) -> str:
+    if isinstance(raw, (dict, list)):
+        raise ValueError(raw)
+    return str(raw)
+
+
+_COERCE = {"boolean": _to_bool, "integer": _to_int, "number": _to_number, "string": _to_str, "array": _to_list, "object": _to_object}
+_ARTICLE = {"boolean": "true or false", "integer": "an integer", "number": "a number", "string": "a string", "array": "a list", "object": "a JSON object"}
+
+
+def resolve(schema: Mapping[str, dict], layers: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Every key of ``schema`` resolved against ``layers``; raises ConfigError naming a bad key."""
+    return {key: resolve_key(key, spec, layers) for key, spec in schema.items()}
+
+
+def to_env(values: Mapping[str, Any]) -> dict[str, str]:
+    """Render resolved values as environment variables (None values are left out)."""
+    env = {}
+    for key, value in values.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            env[key] = "true" if value else "false"
+        elif isinstance(value, (list, dict)):
+            env[key] = json.dumps(value)
+        else:
+            env[key] = str(value)
+    return env

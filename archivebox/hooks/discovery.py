@@ -1,0 +1,111 @@
+"""Finding hook scripts: ``<plugin dir>/<plugin>/on_<Model>__<NN>_<name>[.<labels>].<ext>``.
+
+The first digit of ``NN`` is the step (0-9); hooks without a number run in step 9 (with a
+warning). A ``bg`` label anywhere among the labels (``.bg.py``, ``.finite.bg.py``) marks a
+background hook. Plugin directories are searched in order (built-in, then the data
+dir's ``plugins/``, then ``PLUGIN_DIRS``); a plugin folder found later replaces one of
+the same name found earlier. The result is ordered by step, then hook name.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+BUILTIN_PLUGINS_DIR = Path(__file__).resolve().parent.parent / "plugins"
+
+HOOK_NAME = re.compile(
+    r"^on_(?P<model>[A-Za-z]+)__(?:(?P<order>\d{2})_)?(?P<name>[A-Za-z0-9_-]+)(?P<labels>(?:\.[A-Za-z0-9_-]+)*)\.(?P<ext>[A-Za-z0-9]+)$"
+)
+
+
+@dataclass(frozen=True)
+class HookScript:
+    path: Path
+    plugin: str
+    model: str
+    hook_name: str
+    step: int
+    order: int
+    background: bool
+    labels: tuple[str, ...]
+    ext: str
+
+    @property
+    def sort_key(self) -> tuple[int, str]:
+        return (self.step, self.hook_name)
+
+
+def parse_hook_name(path: Path, plugin: str) -> HookScript | None:
+    """The hook described by a file name, or None if the name is not a hook's."""
+    match = HOOK_NAME.match(path.name)
+    if match is None:
+        return None
+    order = match["order"]
+    if order is None:
+        logger.warning("hook %s/%s has no step number; it runs in step 9", plugin, path.name)
+    labels = tuple(filter(None, match["labels"].split(".")))
+    return HookScript(
+        path=path,
+        plugin=plugin,
+        model=match["model"],
+        hook_name=path.name,
+        step=int(order[0]) if order else 9,
+        order=int(order) if order else 99,
+        background="bg" in labels,
+        labels=labels,
+        ext=match["ext"],
+    )
+
+
+def extract_step(hook_name: str) -> int:
+    match = HOOK_NAME.match(hook_name)
+    return int(match["order"][0]) if match and match["order"] else 9
+
+
+def is_background(hook_name: str) -> bool:
+    match = HOOK_NAME.match(hook_name)
+    return bool(match) and "bg" in match["labels"].split(".")
+
+
+def plugin_dirs(data_dir: Path, extra: str = "") -> list[Path]:
+    """Where plugins live, in increasing precedence."""
+    dirs = [BUILTIN_PLUGINS_DIR, data_dir / "plugins"]
+    dirs += [Path(p).expanduser() for p in extra.split(os.pathsep) if p.strip()]
+    return dirs
+
+
+def find_plugins(dirs: Iterable[Path]) -> dict[str, Path]:
+    """``{plugin name: folder}``; a later directory overrides an earlier one."""
+    plugins: dict[str, Path] = {}
+    for root in dirs:
+        try:
+            entries = sorted(os.scandir(root), key=lambda e: e.name)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for entry in entries:
+            if entry.is_dir() and not entry.name.startswith((".", "_")):
+                plugins[entry.name] = Path(entry.path)
+    return plugins
+
+
+def find_hooks(plugins: dict[str, Path], model: str) -> list[HookScript]:
+    """Every hook of ``model`` in the given plugin folders, ordered by step then name."""
+    hooks = []
+    for plugin, folder in plugins.items():
+        for entry in os.scandir(folder):
+            if entry.is_file() and entry.name.startswith(f"on_{model}__"):
+                hook = parse_hook_name(Path(entry.path), plugin)
+                if hook is not None and hook.model == model:
+                    hooks.append(hook)
+    return sorted(hooks, key=lambda h: h.sort_key)
+
+
+def select(hooks: Sequence[HookScript], enabled_plugins: set[str]) -> list[HookScript]:
+    return [h for h in hooks if h.plugin in enabled_plugins]

@@ -1,0 +1,54 @@
+"""The pluggy plugin manager: lifecycle hooks for Python plugins.
+
+Plugins are modules named in the ``LIFECYCLE_PLUGINS`` environment variable
+(comma-separated import paths) or published under the ``archivebox`` setuptools
+entry-point group. :func:`hook` returns the relay to call, e.g.
+``hook().on_actor_tick_start(actor_type=..., obj=...)``.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import logging
+import os
+
+import pluggy
+
+from archivebox.lifecycle import hookspecs
+
+logger = logging.getLogger(__name__)
+
+hookimpl = pluggy.HookimplMarker("archivebox")
+
+
+def build_plugin_manager(module_paths: list[str]) -> pluggy.PluginManager:
+    """The one factory for plugin managers: specs, entry points, then named modules."""
+    pm = pluggy.PluginManager("archivebox")
+    pm.add_hookspecs(hookspecs)
+    pm.load_setuptools_entrypoints("archivebox")
+    for path in module_paths:
+        pm.register(importlib.import_module(path), name=path)
+    return pm
+
+
+@functools.cache
+def plugin_manager() -> pluggy.PluginManager:
+    paths = [p.strip() for p in os.environ.get("LIFECYCLE_PLUGINS", "").split(",") if p.strip()]
+    return build_plugin_manager(paths)
+
+
+def hook():
+    """The hook relay of the process-wide plugin manager."""
+    return plugin_manager().hook
+
+
+def notify(hook_name: str, /, **kwargs) -> None:
+    """Fire hook ``hook_name``; an observer's exception is logged, never propagated."""
+    caller = getattr(plugin_manager().hook, hook_name)
+    if not caller.get_hookimpls():
+        return
+    try:
+        caller(**kwargs)
+    except Exception:
+        logger.exception("lifecycle plugin failed in %s", hook_name)

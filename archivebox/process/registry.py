@@ -1,0 +1,52 @@
+"""The Process row of this worker process: registration, heartbeat, and its end.
+
+A consumer registers itself on start, then bumps ``retry_at`` on every heartbeat; a
+row whose heartbeat stops becomes due, and the reconciliation loop closes it. Hooks
+this worker launches name it as their parent, so orphans can be recognised.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import sys
+
+from django.utils import timezone
+
+from archivebox.core.models import Machine, Process
+from archivebox.process import runner
+from archivebox.transitions.cas import move
+
+logger = logging.getLogger(__name__)
+
+_current: dict[int, Process] = {}
+
+
+def register_worker(machine: Machine, label: str, heartbeat_ttl: float) -> Process:
+    """Create the running Process row for this OS process."""
+    now = timezone.now()
+    row = Process.objects.create(
+        kind=Process.Kind.WORKER, machine=machine, cmd=list(sys.argv), pwd=os.getcwd(), label=label,
+        retry_at=now + dt.timedelta(seconds=heartbeat_ttl),
+    )
+    move(row, "queued", "running", now=now, retry_at=now + dt.timedelta(seconds=heartbeat_ttl),
+         fields={"pid": os.getpid(), "pid_started": runner.start_time(os.getpid()), "started_at": now})
+    _current[os.getpid()] = row
+    return row
+
+
+def current_worker() -> Process | None:
+    """This process's worker row, if it registered one."""
+    return _current.get(os.getpid())
+
+
+def heartbeat(row: Process, heartbeat_ttl: float) -> bool:
+    """Push the row's deadline forward; False if the row was closed meanwhile."""
+    now = timezone.now()
+    return bool(Process.objects.filter(pk=row.pk, status="running").update(retry_at=now + dt.timedelta(seconds=heartbeat_ttl), modified_at=now))
+
+
+def close_worker(row: Process, reason: str) -> None:
+    runner.finish(row, 0, reason)
+    _current.pop(os.getpid(), None)

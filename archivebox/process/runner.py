@@ -1,0 +1,233 @@
+"""The only way the project starts a subprocess: a :class:`Process` row for each.
+
+A subprocess gets an argv list (never a shell string), its own session and process
+group, stdin from /dev/null and stdout/stderr in log files. Stopping it stops the whole
+group: SIGTERM, a grace period, then SIGKILL, plus any descendant that left the group
+and any PID a hook recorded in a ``*.pid`` file of its folder. A Process row identifies
+its OS process by PID *and* start time, so a reused PID is never mistaken for it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+from django.conf import settings
+from django.utils import timezone
+
+from archivebox.core.models import Machine, Process
+from archivebox.transitions.cas import move
+
+logger = logging.getLogger(__name__)
+
+BASE_ENV_KEYS = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "USER", "LOGNAME", "SHELL", "TERM")
+SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "COOKIE", "CREDENTIAL", "AUTH", "SESSION")
+# A Process row that never reached "running" is given up after this long.
+LAUNCH_GRACE = 60.0
+START_TIME_TOLERANCE = 0.05
+
+
+def base_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The few variables of our own environment a subprocess inherits."""
+    environ = os.environ if environ is None else environ
+    return {key: environ[key] for key in BASE_ENV_KEYS if key in environ}
+
+
+def redact(env: Mapping[str, str]) -> dict[str, str]:
+    """What is stored of a subprocess environment: everything but values of secret-looking keys."""
+    return {key: ("***" if any(marker in key.upper() for marker in SECRET_MARKERS) else value) for key, value in env.items()}
+
+
+def log_paths(process_id) -> tuple[Path, Path]:
+    day = timezone.now().strftime("%Y-%m-%d")
+    folder = settings.LOGS_DIR / "processes" / day
+    return folder / f"{process_id}.stdout.log", folder / f"{process_id}.stderr.log"
+
+
+def create(*, kind: str, cmd: Sequence[str], pwd: Path | str, env: Mapping[str, str], timeout: float | None,
+           machine: Machine, parent: Process | None = None, key: str | None = None, archiveresult_id=None,
+           attempt: int = 0, label: str = "") -> tuple[Process, bool]:
+    """The queued row for a subprocess about to start; with a ``key``, at most one row ever exists."""
+    now = timezone.now()
+    defaults = dict(
+        kind=kind, cmd=[str(part) for part in cmd], pwd=str(pwd), env=redact(env), timeout=timeout,
+        machine=machine, parent=parent, archiveresult_id=archiveresult_id, attempt=attempt, label=label,
+        retry_at=now + dt.timedelta(seconds=LAUNCH_GRACE),
+    )
+    if key is None:
+        return Process.objects.create(**defaults), True
+    return Process.objects.get_or_create(key=key, defaults=defaults)
+
+
+@dataclass
+class Running:
+    """A launched subprocess and its row."""
+
+    row: Process
+    popen: subprocess.Popen
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+
+def launch(row: Process, env: Mapping[str, str], deadline_grace: float = 30.0) -> Running:
+    """Start the row's command in its own session; the row moves queued -> running."""
+    stdout_path, stderr_path = log_paths(row.pk)
+    stdout_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+        popen = subprocess.Popen(
+            list(row.cmd), cwd=row.pwd or None, env=dict(env), stdin=subprocess.DEVNULL,
+            stdout=out, stderr=err, start_new_session=True, close_fds=True,
+        )
+    now = timezone.now()
+    deadline = now + dt.timedelta(seconds=(row.timeout or 0) + deadline_grace)
+    move(row, "queued", "running", now=now, retry_at=deadline, fields=dict(
+        pid=popen.pid, pid_started=start_time(popen.pid), started_at=now,
+        stdout_path=str(stdout_path), stderr_path=str(stderr_path),
+    ))
+    return Running(row, popen)
+
+
+def start_time(pid: int) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def is_running(pid: int | None, pid_started: float | None) -> bool:
+    """True if ``pid`` is alive *and* is the same OS process that was started at ``pid_started``."""
+    if not pid:
+        return False
+    try:
+        proc = psutil.Process(pid)
+        if pid_started is not None and abs(proc.create_time() - pid_started) > START_TIME_TOLERANCE:
+            return False
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def wait(running: Running, timeout: float | None, should_stop: Callable[[], str | None] = lambda: None,
+         check_every: float = 0.5, grace: float = 3.0) -> tuple[int | None, str]:
+    """Wait for exit; on timeout or when ``should_stop()`` returns a reason, stop the group.
+
+    Returns ``(exit code, reason)``; the reason is empty for a natural exit.
+    """
+    started = time.monotonic()
+    next_check = started + check_every
+    while True:
+        remaining = None if timeout is None else timeout - (time.monotonic() - started)
+        step = max(0.0, min(x for x in (remaining, next_check - time.monotonic(), check_every) if x is not None))
+        try:
+            return running.popen.wait(timeout=step), ""
+        except subprocess.TimeoutExpired:
+            pass
+        if remaining is not None and remaining <= 0:
+            return terminate(running, grace), f"timed out after {timeout:g}s"
+        if time.monotonic() >= next_check:
+            next_check = time.monotonic() + check_every
+            reason = should_stop()
+            if reason:
+                return terminate(running, grace), reason
+
+
+def terminate(running: Running, grace: float) -> int | None:
+    """SIGTERM the process group (and stragglers), wait ``grace``, SIGKILL what is left."""
+    family = _family(running.pid, running.row.pwd)
+    _signal_all(running.pid, family, signal.SIGTERM)
+    try:
+        code = running.popen.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        code = None
+    survivors = [p for p in family if _alive(p)]
+    if code is None or survivors:
+        _signal_all(running.pid, survivors, signal.SIGKILL)
+        code = running.popen.wait()
+    psutil.wait_procs(survivors, timeout=grace)
+    return code
+
+
+def kill_orphan(pid: int, pid_started: float | None, pwd: str, grace: float) -> None:
+    """Stop the group of a process we did not start in this process (no Popen handle)."""
+    if not is_running(pid, pid_started):
+        return
+    family = _family(pid, pwd)
+    _signal_all(pid, family, signal.SIGTERM)
+    gone, alive = psutil.wait_procs(family, timeout=grace)
+    _signal_all(pid, alive, signal.SIGKILL)
+    psutil.wait_procs(alive, timeout=grace)
+
+
+def _family(pid: int, pwd: str) -> list[psutil.Process]:
+    """The process, its descendants, and PIDs recorded in ``*.pid`` files of its folder."""
+    family: dict[int, psutil.Process] = {}
+    try:
+        root = psutil.Process(pid)
+        family[pid] = root
+        family.update({child.pid: child for child in root.children(recursive=True)})
+    except psutil.Error:
+        pass
+    for recorded in _pid_files(Path(pwd)) if pwd else ():
+        if recorded not in family:
+            try:
+                candidate = psutil.Process(recorded)
+                if candidate.cwd().startswith(pwd):
+                    family[recorded] = candidate
+            except psutil.Error:
+                continue
+    return list(family.values())
+
+
+def _pid_files(folder: Path) -> list[int]:
+    pids = []
+    for path in folder.glob("*.pid"):
+        try:
+            pids.append(int(path.read_text().split()[0]))
+        except (OSError, ValueError, IndexError):
+            logger.debug("ignoring unreadable pid file %s", path)
+    return pids
+
+
+def _signal_all(pgid: int, procs: Sequence[psutil.Process], sig: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for proc in procs:
+        try:
+            proc.send_signal(sig)
+        except psutil.Error:
+            continue
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def close_unlaunched(row: Process, reason: str, permanent: bool = False) -> bool:
+    """A row whose command never started: queued -> exited, with the reason."""
+    now = timezone.now()
+    return move(row, "queued", "exited", now=now, fields=dict(
+        reason=reason[:255], ended_at=now, result_json={"result": None, "permanent": permanent, "notes": [reason]},
+    ))
+
+
+def finish(row: Process, exit_code: int | None, reason: str = "", result_json: dict | None = None) -> bool:
+    """Record the end of a subprocess: running -> exited."""
+    now = timezone.now()
+    return move(row, "running", "exited", now=now, fields=dict(
+        exit_code=exit_code, reason=reason[:255], ended_at=now, result_json=result_json,
+    ))

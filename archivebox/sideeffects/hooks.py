@@ -1,0 +1,169 @@
+"""Running one hook script for one ArchiveResult attempt.
+
+The side effect is keyed by (result, attempt): the Process row with key
+``hook:<result id>:<attempt>`` is created once, so a duplicate message finds it and does
+nothing. It launches the hook, waits for it (enforcing its timeout, and stopping it when
+the snapshot seals, the result is cancelled or this worker shuts down), reads its
+stdout records, records the outcome on the Process row and wakes the ArchiveResult,
+whose next tick turns the outcome into a transition.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+from django.conf import settings
+from django.utils import timezone
+
+from archivebox.broker import shutting_down
+from archivebox.config import ConfigError
+from archivebox.core.models import ArchiveResult, Crawl, Machine, Process, Snapshot, Tag
+from archivebox.hooks.catalog import catalog
+from archivebox.hooks.config import to_env
+from archivebox.hooks.discovery import HookScript
+from archivebox.hooks.output import HookReport, read_report
+from archivebox.process import runner
+from archivebox.process.registry import current_worker
+from archivebox.sideeffects.crawl import create_snapshots
+from archivebox.sideeffects.queue import sideeffect
+from archivebox.sideeffects.results import owner_layers
+from archivebox.sideeffects.wake import wake_rows
+
+logger = logging.getLogger(__name__)
+
+INTERPRETERS = {"py": [sys.executable, "-I"], "sh": ["sh"], "js": ["node"]}
+
+
+def hook_command(hook: HookScript, *, url: str | None, snapshot_id, crawl_id, depth: int) -> list[str]:
+    """argv for a hook: interpreter by extension (or the file itself), then ``--key=value`` flags."""
+    argv = [*INTERPRETERS.get(hook.ext, []), str(hook.path)]
+    if url is not None:
+        argv.append(f"--url={url}")
+    if snapshot_id is not None:
+        argv.append(f"--snapshot-id={snapshot_id}")
+    argv += [f"--crawl-id={crawl_id}", f"--depth={depth}"]
+    return argv
+
+
+def crawl_dir(crawl_id) -> Path:
+    return settings.DATA_DIR / "crawls" / str(crawl_id)
+
+
+def find_hook(plugin: str, hook_name: str, model: str) -> HookScript | None:
+    for hook in catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).all_hooks(model):
+        if hook.plugin == plugin and hook.hook_name == hook_name:
+            return hook
+    return None
+
+
+def stop_reason(result_id, attempt: int) -> str | None:
+    """Why a running hook should stop now, if it should."""
+    if shutting_down.is_set():
+        return "worker shutting down"
+    row = ArchiveResult.objects.filter(pk=result_id).values("status", "attempts", "snapshot__status", "crawl__status").first()
+    if row is None:
+        return "result deleted"
+    if row["status"] != "started" or row["attempts"] != attempt:
+        return "result cancelled"
+    owner_status = row["snapshot__status"] or row["crawl__status"]
+    if owner_status in ("sealed", "failed"):
+        return f"terminated when its {'snapshot' if row['snapshot__status'] else 'crawl'} was {owner_status}"
+    return None
+
+
+def apply_report(report: HookReport, snapshot: Snapshot | None) -> None:
+    if snapshot is None:
+        return
+    if report.title:
+        Snapshot.objects.filter(pk=snapshot.pk).update(title=report.title)
+    for name in report.tags:
+        tag, _ = Tag.objects.get_or_create(name=name)
+        snapshot.tags.add(tag)
+
+
+def outlink_sink(snapshot: Snapshot | None, crawl: Crawl):
+    """Turns outlink batches into child snapshots at depth+1, within the crawl's max depth."""
+    depth = (snapshot.depth if snapshot else -1) + 1
+
+    def sink(urls: list[str]) -> None:
+        if depth > crawl.max_depth or crawl.is_final:
+            return
+        valid = list(dict.fromkeys(url.strip() for url in urls if _archivable(url)))
+        create_snapshots(crawl, valid, depth=depth, parent_id=snapshot.pk if snapshot else None)
+
+    return sink
+
+
+def _archivable(url: str) -> bool:
+    return url.strip().lower().startswith(("http://", "https://")) and len(url) <= 8192 and not any(c.isspace() for c in url.strip())
+
+
+@sideeffect
+def run_hook(result_id, attempt: int) -> None:
+    result = ArchiveResult.objects.select_related("crawl", "snapshot").filter(pk=result_id).first()
+    if result is None or result.status != "started" or result.attempts != attempt:
+        return
+    snapshot, crawl = result.snapshot, result.crawl
+    hook = find_hook(result.plugin, result.hook_name, "Snapshot" if snapshot else "Crawl")
+    machine = Machine.current(settings.ENGINE.machine_id)
+    key = f"hook:{result.pk}:{attempt}"
+    base = crawl_dir(crawl.pk) if snapshot is None else snapshot.output_dir
+    pwd = base / result.plugin
+    if hook is None:
+        _record_failure(key, machine, result, pwd, f"hook script {result.plugin}/{result.hook_name} no longer exists")
+        return
+    try:
+        layers = owner_layers(crawl, snapshot)
+        cat = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
+        config_env = to_env(cat.resolved(result.plugin, layers))
+        timeout = cat.timeout(result.plugin, layers)
+    except ConfigError as err:
+        _record_failure(key, machine, result, pwd, f"config error: {err}")
+        return
+    env = {**runner.base_env(), **config_env, "DATA_DIR": str(settings.DATA_DIR), "CRAWL_DIR": str(crawl_dir(crawl.pk))}
+    if snapshot is not None:
+        env["SNAP_DIR"] = str(snapshot.output_dir)
+    cmd = hook_command(hook, url=snapshot.url if snapshot else None, snapshot_id=snapshot.pk if snapshot else None,
+                       crawl_id=crawl.pk, depth=snapshot.depth if snapshot else 0)
+    row, created = runner.create(kind=Process.Kind.HOOK, cmd=cmd, pwd=pwd, env=env, timeout=timeout, machine=machine,
+                                 parent=current_worker(), key=key, archiveresult_id=result.pk, attempt=attempt,
+                                 label=f"{result.plugin}/{result.hook_name}")
+    if not created:
+        logger.debug("%s already launched (%s), not running it twice", key, row.status)
+        return
+    pwd.mkdir(parents=True, exist_ok=True)
+    try:
+        running = runner.launch(row, env)
+    except OSError as err:
+        runner.close_unlaunched(row, f"could not start: {err}", permanent=True)
+        wake_rows(ArchiveResult, [result.pk])
+        return
+    exit_code, reason = runner.wait(running, timeout, lambda: stop_reason(result.pk, attempt), grace=settings.ENGINE.hook_kill_grace)
+    report = _read(row, pwd, snapshot, crawl)
+    apply_report(report, snapshot)
+    runner.finish(row, exit_code, reason, report.to_json())
+    wake_rows(ArchiveResult, [result.pk])
+
+
+def _read(row: Process, pwd: Path, snapshot: Snapshot | None, crawl: Crawl) -> HookReport:
+    snap_dir = snapshot.output_dir if snapshot else crawl_dir(crawl.pk)
+    try:
+        with open(row.stdout_path, "rb") as stream:
+            return read_report(stream, hook_dir=pwd, snap_dir=snap_dir, on_outlinks=outlink_sink(snapshot, crawl), label=row.label)
+    except OSError as err:
+        report = HookReport()
+        report.note(f"could not read stdout: {err}")
+        return report
+
+
+def _record_failure(key: str, machine: Machine, result: ArchiveResult, pwd: Path, reason: str) -> None:
+    """A hook that cannot even be launched: record why (permanently) and let the result see it."""
+    row, created = runner.create(kind=Process.Kind.HOOK, cmd=[], pwd=pwd, env={}, timeout=None, machine=machine,
+                                 key=key, archiveresult_id=result.pk, attempt=result.attempts,
+                                 label=f"{result.plugin}/{result.hook_name}")
+    if created:
+        runner.close_unlaunched(row, reason, permanent=True)
+        logger.warning("%s: %s", row.label, reason)
+    wake_rows(ArchiveResult, [result.pk])

@@ -1,0 +1,71 @@
+"""Creating a snapshot's (or crawl's) ArchiveResults, one per enabled hook, and stepping them."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+from django.conf import settings
+from django.utils import timezone
+
+from archivebox.core.models import ArchiveResult, Crawl, Snapshot
+from archivebox.hooks.catalog import catalog, layers
+from archivebox.hooks.discovery import HookScript
+from archivebox.sideeffects import index as index_effects
+from archivebox.sideeffects.queue import sideeffect
+from archivebox.sideeffects.wake import parked, wake_rows
+
+logger = logging.getLogger(__name__)
+
+OWNERS = {"Snapshot": Snapshot, "Crawl": Crawl}
+
+
+def owner_layers(crawl: Crawl, snapshot: Snapshot | None = None) -> list:
+    return layers(snapshot_config=snapshot.config if snapshot else None, crawl_config=crawl.config,
+                  file_values=settings.CONFIG_FILE_VALUES)
+
+
+def expected_hooks(crawl: Crawl, snapshot: Snapshot | None = None) -> list[HookScript]:
+    """The enabled hooks a snapshot (or, without one, the crawl itself) should run."""
+    model = "Snapshot" if snapshot is not None else "Crawl"
+    return catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).hooks_for(model, owner_layers(crawl, snapshot))
+
+
+def create_results(crawl: Crawl, snapshot: Snapshot | None, now: dt.datetime) -> int:
+    """One queued ArchiveResult per expected hook; existing rows are left alone."""
+    current = (snapshot or crawl).current_step
+    rows = [
+        ArchiveResult(
+            crawl=crawl, snapshot=snapshot, plugin=hook.plugin, hook_name=hook.hook_name, step=hook.step,
+            background=hook.background, retry_at=now if hook.step <= current else parked(now),
+        )
+        for hook in expected_hooks(crawl, snapshot)
+    ]
+    ArchiveResult.objects.bulk_create(rows, ignore_conflicts=True)
+    return len(rows)
+
+
+def results_of(owner_kind: str, owner_id):
+    if owner_kind == "Snapshot":
+        return ArchiveResult.objects.filter(snapshot_id=owner_id)
+    return ArchiveResult.objects.filter(crawl_id=owner_id, snapshot__isnull=True)
+
+
+@sideeffect
+def wake_step(owner_kind: str, owner_id, step: int) -> None:
+    """The owner reached ``step``: its queued results of that step (and earlier) may start."""
+    queued = results_of(owner_kind, owner_id).filter(status="queued", step__lte=step).values_list("pk", flat=True)
+    wake_rows(ArchiveResult, queued)
+
+
+@sideeffect
+def result_finished(result_id) -> None:
+    """A result is final: its owner may advance a step or seal; its index changes."""
+    result = ArchiveResult.objects.filter(pk=result_id).values("snapshot_id", "crawl_id").first()
+    if result is None:
+        return
+    if result["snapshot_id"] is not None:
+        wake_rows(Snapshot, [result["snapshot_id"]])
+        index_effects.write_index.run(result["snapshot_id"])
+    else:
+        wake_rows(Crawl, [result["crawl_id"]])

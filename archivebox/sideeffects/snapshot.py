@@ -1,0 +1,43 @@
+"""Side effects of a snapshot's lifecycle."""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.utils import timezone
+
+from archivebox.core.models import ArchiveResult, Crawl, Snapshot
+from archivebox.sideeffects import index as index_effects
+from archivebox.sideeffects.crawl import activate
+from archivebox.sideeffects.queue import sideeffect
+from archivebox.sideeffects.results import create_results
+from archivebox.sideeffects.wake import wake_rows
+
+logger = logging.getLogger(__name__)
+
+
+@sideeffect
+def snapshot_started(snapshot_id) -> None:
+    """Make the snapshot's folder, create one result per enabled hook, start step 0."""
+    snapshot = Snapshot.objects.select_related("crawl").filter(pk=snapshot_id).first()
+    if snapshot is None or snapshot.status != "started":
+        return
+    snapshot.output_dir.mkdir(parents=True, exist_ok=True)
+    create_results(snapshot.crawl, snapshot, timezone.now())
+    index_effects.write_index.run(snapshot.pk)
+    due = snapshot.results.filter(status="queued", step__lte=snapshot.current_step).values_list("pk", flat=True)
+    wake_rows(ArchiveResult, due)
+    wake_rows(Snapshot, [snapshot.pk])
+
+
+@sideeffect
+def snapshot_finished(snapshot_id) -> None:
+    """Sealed or failed: final index, wake the crawl, let the next parked snapshot in."""
+    crawl_id = Snapshot.objects.filter(pk=snapshot_id).values_list("crawl_id", flat=True).first()
+    if crawl_id is None:
+        return
+    index_effects.write_index.run(snapshot_id)
+    wake_rows(ArchiveResult, list(ArchiveResult.objects.filter(snapshot_id=snapshot_id, retry_at__isnull=False).values_list("pk", flat=True)))
+    activate(crawl_id, settings.ENGINE.snapshot_max_active)
+    wake_rows(Crawl, [crawl_id])

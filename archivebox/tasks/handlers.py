@@ -1,0 +1,199 @@
+"""Tick handlers: read the row and what it depends on, decide one thing.
+
+Each handler returns :class:`Go` (a transition) or :class:`Wait` (look again later).
+Handlers never write: the tick runner applies the decision under the row's claim.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from functools import partial
+
+from django.conf import settings
+from django.db.models import QuerySet
+
+from archivebox.config import ConfigError, EngineConfig
+from archivebox.core.models import SNAPSHOTS_STEP, ArchiveResult, Crawl, Process, Snapshot
+from archivebox.hooks.catalog import catalog
+from archivebox.sideeffects import crawl as crawl_effects
+from archivebox.sideeffects import hooks as hook_effects
+from archivebox.sideeffects import snapshot as snapshot_effects
+from archivebox.sideeffects.results import expected_hooks, owner_layers, results_of
+from archivebox.sideeffects.wake import parked
+from archivebox.tasks.registry import Decision, Go, Wait
+from archivebox.transitions import archiveresult as ar_t
+from archivebox.transitions import crawl as crawl_t
+from archivebox.transitions import process as process_t
+from archivebox.transitions import snapshot as snapshot_t
+from archivebox.transitions.graphs import ArchiveResultGraph
+
+FINAL_RESULT = tuple(ArchiveResultGraph.finals)
+# How often an unfinished crawl or snapshot looks at its children when nothing woke it.
+RECHECK = dt.timedelta(seconds=30)
+PUMP = dt.timedelta(seconds=5)
+# A side effect that has not shown up after this long is asked for again (its message may be lost).
+LOST_AFTER = dt.timedelta(seconds=15)
+# Margin beyond a hook's timeout for its waiter to stop it and record the outcome.
+HOOK_DEADLINE_GRACE = 30.0
+
+
+def seconds(value: float) -> dt.timedelta:
+    return dt.timedelta(seconds=value)
+
+
+# Steps ---------------------------------------------------------------------------
+
+def step_progress(results: QuerySet, current: int) -> tuple[str, int | None]:
+    """Where an owner stands in its hook steps: ("wait", None), ("advance", step) or ("done", None).
+
+    A step is done when every foreground result of it (and of earlier steps) is final;
+    background results never block. The owner then jumps to the next step that has
+    queued results, skipping empty steps.
+    """
+    if results.filter(step__lte=current, background=False).exclude(status__in=FINAL_RESULT).exists():
+        return "wait", None
+    later = results.filter(step__gt=current, status="queued").order_by("step").values_list("step", flat=True).first()
+    if later is not None:
+        return "advance", later
+    if results.filter(status="queued").exists():
+        return "wait", None  # background hooks of this step have not launched yet
+    return "done", None
+
+
+def missing_results(crawl: Crawl, snapshot: Snapshot | None, results: QuerySet) -> bool:
+    """True if some enabled hook has no result row yet (its creation is pending or was lost)."""
+    expected = {hook.hook_name for hook in expected_hooks(crawl, snapshot)}
+    return bool(expected - set(results.values_list("hook_name", flat=True)))
+
+
+# Crawl ---------------------------------------------------------------------------
+
+def handle_crawl(crawl: Crawl, *, now: dt.datetime, config: EngineConfig) -> Decision:
+    if crawl.status == "queued":
+        return Go(crawl_t.transition_crawl_queued_to_started)
+    if crawl.current_step < SNAPSHOTS_STEP:
+        return crawl_hooks_step(crawl, now)
+    snapshots = Snapshot.objects.filter(crawl=crawl)
+    if not snapshots.exists():
+        if not crawl.seed_urls:
+            return Go(crawl_t.transition_crawl_started_to_sealed)
+        return Wait(now + LOST_AFTER, "root snapshots not created yet", (partial(crawl_effects.create_root_snapshots, crawl.pk),))
+    if snapshots.filter(status__in=("queued", "started")).exists():
+        return Wait(now + PUMP, "snapshots in progress", (partial(crawl_effects.activate_snapshots, crawl.pk),))
+    return Go(crawl_t.transition_crawl_started_to_sealed)
+
+
+def crawl_hooks_step(crawl: Crawl, now: dt.datetime) -> Decision:
+    results = results_of("Crawl", crawl.pk)
+    if missing_results(crawl, None, results):
+        return Wait(now + LOST_AFTER, "crawl hook results not created yet", (partial(crawl_effects.crawl_started, crawl.pk),))
+    state, step = step_progress(results, crawl.current_step)
+    if state == "advance":
+        return Go(crawl_t.transition_crawl_advance_step, {"step": step})
+    if state == "done":
+        return Go(crawl_t.transition_crawl_start_snapshots)
+    return Wait(now + RECHECK, f"crawl hooks of step {crawl.current_step} running")
+
+
+# Snapshot ------------------------------------------------------------------------
+
+def handle_snapshot(snapshot: Snapshot, *, now: dt.datetime, config: EngineConfig) -> Decision:
+    crawl = snapshot.crawl
+    if snapshot.status == "queued":
+        if crawl.status == "failed":
+            return Go(snapshot_t.transition_snapshot_give_up, {"error": "its crawl failed or was cancelled before it started"})
+        if Snapshot.objects.filter(status="started").count() >= config.snapshot_max_active:
+            return Wait(parked(now), f"SNAPSHOT_MAX_ACTIVE={config.snapshot_max_active} snapshots in progress")
+        return Go(snapshot_t.transition_snapshot_queued_to_started)
+    results = snapshot.results.all()
+    if missing_results(crawl, snapshot, results):
+        return Wait(now + LOST_AFTER, "hook results not created yet", (partial(snapshot_effects.snapshot_started, snapshot.pk),))
+    state, step = step_progress(results, snapshot.current_step)
+    if state == "advance":
+        return Go(snapshot_t.transition_snapshot_advance_step, {"step": step})
+    if state == "done":
+        return Go(snapshot_t.transition_snapshot_started_to_sealed)
+    return Wait(now + RECHECK, f"hooks of step {snapshot.current_step} running")
+
+
+# ArchiveResult -------------------------------------------------------------------
+
+def handle_result(result: ArchiveResult, *, now: dt.datetime, config: EngineConfig) -> Decision:
+    owner = result.snapshot if result.snapshot_id else result.crawl
+    if result.status == "queued":
+        return start_or_wait(result, owner, now, config)
+    return judge_attempt(result, owner, now, config)
+
+
+def hook_timeout(result: ArchiveResult) -> int:
+    layers = owner_layers(result.crawl, result.snapshot)
+    return catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).timeout(result.plugin, layers)
+
+
+def start_or_wait(result: ArchiveResult, owner, now: dt.datetime, config: EngineConfig) -> Decision:
+    kind = type(owner).__name__.lower()
+    if owner.is_final:
+        return Go(ar_t.transition_archiveresult_queued_to_skipped, {"reason": f"its {kind} was {owner.status} before this hook ran"})
+    if owner.status != "started" or result.step > owner.current_step:
+        return Wait(parked(now), f"waiting for step {result.step}")
+    try:
+        timeout = hook_timeout(result)
+    except ConfigError as err:
+        return Go(ar_t.transition_archiveresult_give_up, {"error": f"config error: {err}"})
+    return Go(ar_t.transition_archiveresult_queued_to_started, {"deadline": now + seconds(timeout + HOOK_DEADLINE_GRACE)})
+
+
+def judge_attempt(result: ArchiveResult, owner, now: dt.datetime, config: EngineConfig) -> Decision:
+    process = Process.objects.filter(key=f"hook:{result.pk}:{result.attempts}").first()
+    if process is None or process.status != "exited":
+        return wait_for_attempt(result, process, owner, now, config)
+    outcome = process.result_json or {}
+    reported = outcome.get("result") or {}
+    output_str, output_json = reported.get("output_str") or "", reported.get("output_json")
+    if outcome.get("permanent"):
+        return Go(ar_t.transition_archiveresult_started_to_failed, {"output_str": process.reason, "output_json": output_json})
+    if process.exit_code == 0:
+        target = {"failed": ar_t.transition_archiveresult_started_to_failed,
+                  "skipped": ar_t.transition_archiveresult_started_to_skipped,
+                  "noresults": ar_t.transition_archiveresult_started_to_skipped}.get(reported.get("status"),
+                                                                                      ar_t.transition_archiveresult_started_to_succeeded)
+        return Go(target, {"output_str": output_str, "output_json": output_json})
+    why = process.reason or (f"exit code {process.exit_code}" if process.exit_code is not None else "no exit code")
+    if owner.is_final:
+        return Go(ar_t.transition_archiveresult_started_to_failed, {"output_str": why, "output_json": output_json})
+    return retry_or_fail(result, why, output_json, now, config)
+
+
+def wait_for_attempt(result: ArchiveResult, process: Process | None, owner, now: dt.datetime, config: EngineConfig) -> Decision:
+    try:
+        deadline = result.started_at + seconds(hook_timeout(result) + HOOK_DEADLINE_GRACE)
+    except ConfigError as err:
+        return Go(ar_t.transition_archiveresult_started_to_failed, {"output_str": f"config error: {err}"})
+    if now >= deadline:
+        return retry_or_fail(result, "no exit was recorded by its deadline (its worker may have died)", None, now, config)
+    if process is None and now - result.started_at > LOST_AFTER:
+        return Wait(min(deadline, now + LOST_AFTER), "hook launch pending", (partial(hook_effects.run_hook, result.pk, result.attempts),))
+    if owner.is_final:
+        return Wait(min(deadline, now + seconds(config.hook_kill_grace + 2)), "being stopped")
+    return Wait(deadline, "hook running")
+
+
+def retry_or_fail(result: ArchiveResult, why: str, output_json, now: dt.datetime, config: EngineConfig) -> Decision:
+    if result.attempts < (result.attempt_limit or config.hook_max_attempts):
+        delay = config.hook_retry_backoff * 2 ** (result.attempts - 1) * random.uniform(0.9, 1.1)
+        return Go(ar_t.transition_archiveresult_started_to_queued,
+                  {"retry_at": now + seconds(delay), "output_str": f"attempt {result.attempts} failed: {why}", "output_json": output_json})
+    return Go(ar_t.transition_archiveresult_started_to_failed,
+              {"output_str": f"{why} (gave up after {result.attempts} attempts)", "output_json": output_json})
+
+
+# Process -------------------------------------------------------------------------
+
+def handle_process(process: Process, *, now: dt.datetime, config: EngineConfig) -> Decision:
+    """A Process row is due only when its owner stopped reporting: close it."""
+    if process.status == "queued":
+        return Go(process_t.transition_process_queued_to_exited, {"reason": "never launched"})
+    if process.kind == Process.Kind.WORKER:
+        return Go(process_t.transition_process_running_to_exited, {"reason": "lost: heartbeat stopped"})
+    return Go(process_t.transition_process_running_to_exited, {"reason": "lost: no exit recorded by its deadline"})

@@ -1,0 +1,34 @@
+"""The ticks pool: ``huey_consumer archivebox.tasks.huey -w 4``.
+
+Importing this module sets up Django and registers every tick task, the orchestrator
+and the actor types on the ``ticks`` queue.
+"""
+
+from archivebox import boot
+
+boot.setup()
+
+from archivebox.process.worker import listener_for  # noqa: E402
+from archivebox.tasks import actor_types, orchestrator, ticks  # noqa: E402,F401
+from archivebox.tasks.queue import huey  # noqa: E402
+
+
+class OrchestratorListener:
+    """Starts this consumer's orchestrator loop (standby unless it wins the lease)."""
+
+    def __init__(self, consumer):
+        self.consumer = consumer
+
+    def on_start(self) -> None:
+        orchestrator.start_in_this_process()
+
+    def on_loop(self) -> None:
+        pass
+
+    def on_stop(self, graceful: bool) -> None:
+        orchestrator.LOOP.stop()
+
+
+huey.consumer_hooks[:] = [listener_for("ticks"), OrchestratorListener]
+
+__all__ = ["huey"]

@@ -1,0 +1,66 @@
+"""Transitions of an ArchiveResult: queued -> started -> succeeded | failed | skipped.
+
+``started -> queued`` is a retry after a transient failure: the row waits out its
+backoff in ``queued`` and runs again with ``attempts + 1``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from functools import partial
+
+from archivebox.core.models import ArchiveResult
+from archivebox.sideeffects import hooks as hook_effects
+from archivebox.sideeffects import results as result_effects
+from archivebox.transitions.cas import move
+
+
+def transition_archiveresult_queued_to_started(result: ArchiveResult, *, now: dt.datetime, deadline: dt.datetime, claim=None) -> bool:
+    attempt = result.attempts + 1
+    return move(result, "queued", "started", now=now, claim=claim, retry_at=deadline,
+                fields={"attempts": attempt, "started_at": now, "finished_at": None},
+                then=[partial(hook_effects.run_hook, result.pk, attempt)])
+
+
+def transition_archiveresult_queued_to_skipped(result: ArchiveResult, *, now: dt.datetime, reason: str, claim=None) -> bool:
+    return move(result, "queued", "skipped", now=now, claim=claim, fields={"output_str": reason, "finished_at": now},
+                then=[partial(result_effects.result_finished, result.pk)])
+
+
+def _finish(result: ArchiveResult, target: str, now: dt.datetime, output_str: str, output_json, claim) -> bool:
+    return move(result, "started", target, now=now, claim=claim,
+                fields={"output_str": output_str, "output_json": output_json, "finished_at": now},
+                then=[partial(result_effects.result_finished, result.pk)])
+
+
+def transition_archiveresult_started_to_succeeded(result: ArchiveResult, *, now: dt.datetime, output_str: str = "", output_json=None, claim=None) -> bool:
+    return _finish(result, "succeeded", now, output_str, output_json, claim)
+
+
+def transition_archiveresult_started_to_failed(result: ArchiveResult, *, now: dt.datetime, output_str: str = "", output_json=None, claim=None) -> bool:
+    return _finish(result, "failed", now, output_str, output_json, claim)
+
+
+def transition_archiveresult_started_to_skipped(result: ArchiveResult, *, now: dt.datetime, output_str: str = "", output_json=None, claim=None) -> bool:
+    return _finish(result, "skipped", now, output_str, output_json, claim)
+
+
+def transition_archiveresult_started_to_queued(result: ArchiveResult, *, now: dt.datetime, retry_at: dt.datetime, output_str: str = "",
+                                               output_json=None, claim=None) -> bool:
+    """A retry: keep what the failed attempt reported, run again at ``retry_at``."""
+    return move(result, "started", "queued", now=now, claim=claim, retry_at=retry_at,
+                fields={"output_str": output_str, "output_json": output_json})
+
+
+def transition_archiveresult_give_up(result: ArchiveResult, *, now: dt.datetime, error: str, claim=None) -> bool:
+    """Any unfinished state -> failed."""
+    return move(result, result.status, "failed", now=now, claim=claim,
+                fields={"finished_at": now, "last_error": error[:2000], "output_str": result.output_str or error[:500]},
+                then=[partial(result_effects.result_finished, result.pk)])
+
+
+def transition_archiveresult_reopen(result: ArchiveResult, *, now: dt.datetime, max_attempts: int) -> bool:
+    """failed -> queued, by a user's retry: ``max_attempts`` more attempts from now on."""
+    return move(result, "failed", "queued", now=now, retry_at=now, fields={
+        "finished_at": None, "tick_errors": 0, "last_error": "", "attempt_limit": result.attempts + max_attempts,
+    })

@@ -1,0 +1,42 @@
+"""Transitions of a Crawl: queued -> started -> sealed | failed."""
+
+from __future__ import annotations
+
+import datetime as dt
+from functools import partial
+
+from archivebox.core.models import SNAPSHOTS_STEP, Crawl
+from archivebox.sideeffects import crawl as crawl_effects
+from archivebox.sideeffects import results as result_effects
+from archivebox.transitions.cas import move
+
+
+def transition_crawl_queued_to_started(crawl: Crawl, *, now: dt.datetime, claim=None, recheck_in: float = 10.0) -> bool:
+    return move(crawl, "queued", "started", now=now, claim=claim, retry_at=now + dt.timedelta(seconds=recheck_in),
+                fields={"started_at": now, "current_step": 0},
+                then=[partial(crawl_effects.crawl_started, crawl.pk)])
+
+
+def transition_crawl_advance_step(crawl: Crawl, *, now: dt.datetime, step: int, claim=None) -> bool:
+    """started -> started: the crawl's hooks of every step below ``step`` are done."""
+    return move(crawl, "started", "started", now=now, claim=claim, retry_at=now, expect={"current_step": crawl.current_step},
+                fields={"current_step": step},
+                then=[partial(result_effects.wake_step, "Crawl", crawl.pk, step)])
+
+
+def transition_crawl_start_snapshots(crawl: Crawl, *, now: dt.datetime, claim=None) -> bool:
+    """started -> started: crawl hooks are done; the seed URLs become snapshots."""
+    return move(crawl, "started", "started", now=now, claim=claim, retry_at=now + dt.timedelta(seconds=10),
+                expect={"current_step": crawl.current_step}, fields={"current_step": SNAPSHOTS_STEP},
+                then=[partial(crawl_effects.create_root_snapshots, crawl.pk)])
+
+
+def transition_crawl_started_to_sealed(crawl: Crawl, *, now: dt.datetime, claim=None) -> bool:
+    return move(crawl, "started", "sealed", now=now, claim=claim, fields={"finished_at": now},
+                then=[partial(crawl_effects.crawl_finished, crawl.pk)])
+
+
+def transition_crawl_give_up(crawl: Crawl, *, now: dt.datetime, error: str, claim=None) -> bool:
+    """Any unfinished state -> failed."""
+    return move(crawl, crawl.status, "failed", now=now, claim=claim, fields={"finished_at": now, "last_error": error[:2000]},
+                then=[partial(crawl_effects.crawl_finished, crawl.pk)])

@@ -1,0 +1,41 @@
+"""Transitions of a Snapshot: queued -> started (steps 0..9) -> sealed | failed."""
+
+from __future__ import annotations
+
+import datetime as dt
+from functools import partial
+
+from archivebox.core.models import Snapshot
+from archivebox.sideeffects import results as result_effects
+from archivebox.sideeffects import snapshot as snapshot_effects
+from archivebox.transitions.cas import move
+
+
+def transition_snapshot_queued_to_started(snapshot: Snapshot, *, now: dt.datetime, claim=None, recheck_in: float = 10.0) -> bool:
+    return move(snapshot, "queued", "started", now=now, claim=claim, retry_at=now + dt.timedelta(seconds=recheck_in),
+                fields={"started_at": now, "current_step": 0},
+                then=[partial(snapshot_effects.snapshot_started, snapshot.pk)])
+
+
+def transition_snapshot_advance_step(snapshot: Snapshot, *, now: dt.datetime, step: int, claim=None) -> bool:
+    """started -> started: every foreground hook of the steps below ``step`` is final."""
+    return move(snapshot, "started", "started", now=now, claim=claim, retry_at=now,
+                expect={"current_step": snapshot.current_step}, fields={"current_step": step},
+                then=[partial(result_effects.wake_step, "Snapshot", snapshot.pk, step)])
+
+
+def transition_snapshot_started_to_sealed(snapshot: Snapshot, *, now: dt.datetime, claim=None) -> bool:
+    return move(snapshot, "started", "sealed", now=now, claim=claim, fields={"finished_at": now},
+                then=[partial(snapshot_effects.snapshot_finished, snapshot.pk)])
+
+
+def transition_snapshot_give_up(snapshot: Snapshot, *, now: dt.datetime, error: str, claim=None) -> bool:
+    """Any unfinished state -> failed."""
+    return move(snapshot, snapshot.status, "failed", now=now, claim=claim, fields={"finished_at": now, "last_error": error[:2000]},
+                then=[partial(snapshot_effects.snapshot_finished, snapshot.pk)])
+
+
+def transition_snapshot_reopen(snapshot: Snapshot, *, now: dt.datetime) -> bool:
+    """sealed | failed -> queued, by a user's retry: walk the steps again; final results stay final."""
+    return move(snapshot, snapshot.status, "queued", now=now, retry_at=now,
+                fields={"finished_at": None, "current_step": 0, "tick_errors": 0, "last_error": ""})
