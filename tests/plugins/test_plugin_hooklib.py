@@ -80,6 +80,12 @@ def test_normalize_outlink(href, expected):
     assert H.normalize_outlink(href, "http://h.test/dir/page.html") == expected
 
 
+def test_scan_html_ignores_svg_titles():
+    assert H.scan_html("<body><svg><title>icon</title></svg><p>x</p></body>")["title"] is None
+    assert H.scan_html("<svg/><title>Real</title>")["title"] == "Real"
+    assert H.scan_html("<head><title>Unclosed title")["title"] == "Unclosed title"
+
+
 def test_scan_html_collects_title_links_icons_base():
     info = H.scan_html(
         "<html><head><title> A &amp; B\n  C </title><base href='/sub/'>"

@@ -514,6 +514,8 @@ def decode_bytes(data, content_type=None):
             codec = "cp1252"
     if codec in ("iso8859-1", "latin-1", "ascii"):
         codec = "cp1252"  # what browsers do for these labels
+    elif codec.startswith(("utf-16", "utf-32")) and not declared:
+        codec = "utf-8"  # a <meta> can't declare UTF-16 in a document that was readable as ASCII
     return data.decode(codec, "replace")
 
 
@@ -539,9 +541,12 @@ def scan_html(text):
             self.links = []
             self.icons = []
             self.meta = {}
+            self.foreign = 0
 
         def handle_starttag(self, tag, attrs):
-            if tag == "title" and self.title is None and self.title_parts is None:
+            if tag in ("svg", "math"):
+                self.foreign += 1  # <title> inside SVG/MathML is not the page title
+            if tag == "title" and self.title is None and self.title_parts is None and not self.foreign:
                 self.title_parts = []
                 return
             if tag in ("a", "area"):
@@ -565,13 +570,14 @@ def scan_html(text):
                 name = (d.get("name") or d.get("property") or "").strip().lower()
                 if name and name not in self.meta:
                     self.meta[name] = d.get("content", "")
-            elif tag == "svg" and self.title_parts is not None:
-                self._end_title()
 
         def handle_startendtag(self, tag, attrs):
-            self.handle_starttag(tag, attrs)
+            if tag not in ("svg", "math", "title"):
+                self.handle_starttag(tag, attrs)
 
         def handle_endtag(self, tag):
+            if tag in ("svg", "math") and self.foreign:
+                self.foreign -= 1
             if tag == "title" and self.title_parts is not None:
                 self._end_title()
 
@@ -949,15 +955,43 @@ def _kill_group(pgid, grace=2.0, proc=None):
     while time.monotonic() < end:
         if proc is not None:
             proc.poll()
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
+        if not _group_alive(pgid):
             return
         time.sleep(0.02)
     try:
         os.killpg(pgid, signal.SIGKILL)
     except ProcessLookupError:
         return
+
+
+def _group_alive(pgid):
+    """True while process group ``pgid`` has a member that is not a zombie.
+
+    Zombies count as gone: where PID 1 does not reap orphans (some containers)
+    they would otherwise keep a killed group "alive" forever.
+    """
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True  # no procfs: trust killpg
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()  # state ppid pgrp ...
+        if len(fields) >= 3 and fields[2] == str(pgid).encode() and fields[0] != b"Z":
+            return True
+    return False
 
 
 def _kill_children():
