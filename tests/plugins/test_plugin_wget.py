@@ -98,3 +98,20 @@ def test_wget_non_html_document(site, snapshot_factory):
     info = json.loads(open(run.path("wget.json")).read())
     assert info["content_type"].startswith("application/rss+xml")
     assert info["main_file"].endswith("feed.rss")
+
+
+@pytest.mark.parametrize("path, suffix, final", [
+    ("/", "/index.html", "/"),
+    ("/redirect?to=/page-03.html", "/redirect@to=%2Fpage-03.html", "/page-03.html"),
+    ("/slow?delay=0", "/slow@delay=0.html", "/slow?delay=0"),
+])
+def test_wget_main_file_names(site, snapshot_factory, path, suffix, final):
+    run = snapshot_factory(site.url(path)).run("wget")
+    assert run.status == "succeeded", run
+    main = run.result["output_str"]
+    assert main.endswith(suffix) and os.path.isfile(run.path(main)), main
+    with open(run.path(main), "rb") as f:
+        assert b"<html" in f.read().lower()
+    info = json.loads(open(run.path("wget.json")).read())
+    assert info["url"] == site.url(final)
+    assert info["content_type"].startswith("text/html")
