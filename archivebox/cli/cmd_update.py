@@ -9,16 +9,11 @@ from __future__ import annotations
 import sys
 import time
 
-from django.conf import settings
-from django.utils import timezone
-
 from archivebox.cli.common import setup_django
 from archivebox.core.models import ArchiveResult, Snapshot
 from archivebox.cli.progress import pools_alive
 from archivebox.process.embedded import EmbeddedWorkers
-from archivebox.sideeffects.wake import wake_rows
-from archivebox.transitions.archiveresult import transition_archiveresult_reopen
-from archivebox.transitions.snapshot import transition_snapshot_reopen
+from archivebox.transitions.actions import retry_failed
 
 
 def register(parser) -> None:
@@ -26,26 +21,12 @@ def register(parser) -> None:
     parser.add_argument("--bg", action="store_true", help="only re-queue; return at once")
 
 
-def reopen_failed(crawl_id: str | None = None) -> tuple[int, list]:
-    """Re-queue failed results of snapshots whose crawl was not cancelled; returns (results, snapshot ids)."""
-    now = timezone.now()
-    failed = ArchiveResult.objects.filter(status="failed", snapshot__isnull=False).exclude(crawl__status="failed")
-    if crawl_id:
-        failed = failed.filter(crawl_id=crawl_id)
-    reopened, snapshot_ids = 0, set()
-    for result in failed.iterator(chunk_size=500):
-        if transition_archiveresult_reopen(result, now=now, max_attempts=settings.ENGINE.hook_max_attempts):
-            reopened += 1
-            snapshot_ids.add(result.snapshot_id)
-    for snapshot in Snapshot.objects.filter(pk__in=snapshot_ids, status__in=("sealed", "failed")):
-        transition_snapshot_reopen(snapshot, now=now)
-    wake_rows(Snapshot, list(snapshot_ids))
-    return reopened, sorted(snapshot_ids)
-
-
 def run(args) -> int:
     setup_django()
-    reopened, snapshot_ids = reopen_failed(args.crawl)
+    results = ArchiveResult.objects.all()
+    if args.crawl:
+        results = results.filter(crawl_id=args.crawl)
+    reopened, snapshot_ids = retry_failed(results)
     print(f"Re-queued {reopened} failed result(s) in {len(snapshot_ids)} snapshot(s).")
     if args.bg or not snapshot_ids:
         return 0

@@ -1,0 +1,81 @@
+"""What users do to rows (CLI, admin): cancel, retry, re-snapshot.
+
+A user's action races with ticks like any other writer. It is a compare-and-swap on
+the row's current status, retried on the freshly read row until it wins or the row is
+final, so an action issued while a tick runs is never lost to that tick: either the
+action's write lands first and the tick's claim-filtered write finds nothing, or the
+tick's write lands first and the action applies to the row's new state.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.utils import timezone
+
+from archivebox.core.models import ArchiveResult, Crawl, Snapshot
+from archivebox.sideeffects.wake import wake_rows
+from archivebox.tasks import registry
+from archivebox.tasks.dispatch import kick
+from archivebox.transitions.archiveresult import transition_archiveresult_reopen
+from archivebox.transitions.crawl import transition_crawl_give_up
+from archivebox.transitions.snapshot import transition_snapshot_give_up, transition_snapshot_reopen
+
+logger = logging.getLogger(__name__)
+
+CANCELLED = "cancelled by user"
+MAX_RACES = 50
+
+
+def _until_final(model, pk, transition) -> bool:
+    """Apply ``transition`` to the row as it is now, again and again, until it wins or the row is final."""
+    for _ in range(MAX_RACES):
+        obj = model.objects.filter(pk=pk).first()
+        if obj is None or obj.is_final:
+            return False
+        if transition(obj, now=timezone.now(), error=CANCELLED):
+            return True
+    raise RuntimeError(f"{model.__name__} {pk}: could not cancel after {MAX_RACES} races")
+
+
+def cancel_snapshot(snapshot_id) -> bool:
+    """Fail the snapshot now (its running hooks are stopped); False if it was already final."""
+    return _until_final(Snapshot, snapshot_id, transition_snapshot_give_up)
+
+
+def cancel_crawl(crawl_id) -> bool:
+    """Fail the crawl and every unfinished snapshot of it."""
+    cancelled = _until_final(Crawl, crawl_id, transition_crawl_give_up)
+    for snapshot_id in Snapshot.objects.filter(crawl_id=crawl_id, retry_at__isnull=False).values_list("pk", flat=True):
+        cancelled |= cancel_snapshot(snapshot_id)
+    return cancelled
+
+
+def retry_failed(results) -> tuple[int, list]:
+    """Re-queue failed results (of snapshots whose crawl was not cancelled) and re-open their snapshots.
+
+    Returns how many results were re-queued and the ids of their snapshots.
+    """
+    now = timezone.now()
+    reopened, snapshot_ids = 0, set()
+    for result in results.filter(status="failed", snapshot__isnull=False).exclude(crawl__status="failed").iterator(chunk_size=500):
+        if transition_archiveresult_reopen(result, now=now, max_attempts=settings.ENGINE.hook_max_attempts):
+            reopened += 1
+            snapshot_ids.add(result.snapshot_id)
+    for snapshot in Snapshot.objects.filter(pk__in=snapshot_ids, status__in=("sealed", "failed")):
+        transition_snapshot_reopen(snapshot, now=now)
+    wake_rows(Snapshot, list(snapshot_ids))
+    return reopened, sorted(snapshot_ids)
+
+
+def resnapshot(snapshot_ids) -> Crawl | None:
+    """Archive the same URLs again, as a new crawl (the old snapshots stay as they are)."""
+    snapshots = list(Snapshot.objects.filter(pk__in=snapshot_ids).prefetch_related("tags"))
+    if not snapshots:
+        return None
+    tags = sorted({tag.name for snapshot in snapshots for tag in snapshot.tags.all()})
+    crawl = Crawl.objects.create(urls="\n".join(dict.fromkeys(s.url for s in snapshots)), max_depth=0, tags_str=",".join(tags),
+                                 label=f"re-snapshot of {len(snapshots)} snapshot(s)", retry_at=timezone.now())
+    kick(registry.get("Crawl"), [(crawl.pk, crawl.retry_at)], settings.ENGINE)
+    return crawl

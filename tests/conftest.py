@@ -1,0 +1,49 @@
+"""Test set-up shared by every test.
+
+In-process tests use one Django set-up on a throw-away data dir (created here, before
+anything imports the settings) and get empty tables for each test. Tests that run the
+CLI or ``huey_consumer`` as real processes use :class:`helpers.Collection`, which gives
+each test its own data dir.
+"""
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+TESTS_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(TESTS_DIR))
+
+SESSION_DATA_DIR = Path(tempfile.mkdtemp(prefix="abx-session-"))
+os.environ["DATA_DIR"] = str(SESSION_DATA_DIR)
+os.environ["PLUGIN_DIRS"] = str(TESTS_DIR / "fixtures" / "plugins")
+os.environ.setdefault("PLUGINS", "noop")
+
+from archivebox import boot  # noqa: E402
+
+boot.setup()
+
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+
+from archivebox.core.models.machine import _current_machine  # noqa: E402
+from archivebox.sideeffects.queue import huey as sideeffects_huey  # noqa: E402
+from archivebox.tasks.queue import huey as ticks_huey  # noqa: E402
+
+call_command("migrate", verbosity=0)
+
+CORE_TABLES = ["core_process", "core_archiveresult", "core_snapshot_tags", "core_snapshot", "core_crawl", "core_tag", "core_lease", "core_machine"]
+
+
+@pytest.fixture(autouse=True)
+def empty_tables():
+    """Every in-process test starts from empty tables and an empty ``ticks`` queue."""
+    yield
+    with connection.cursor() as cursor:
+        for table in CORE_TABLES:
+            cursor.execute(f"DELETE FROM {table}")
+    _current_machine.cache_clear()
+    ticks_huey.storage.flush_queue()
+    sideeffects_huey.storage.flush_queue()

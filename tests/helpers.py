@@ -1,0 +1,110 @@
+"""Helpers for tests that run the real CLI and real ``huey_consumer`` processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+FIXTURE_PLUGINS = Path(__file__).resolve().parent / "fixtures" / "plugins"
+
+
+def wait_until(predicate: Callable[[], object], timeout: float = 30.0, interval: float = 0.05, message: str = "condition") -> object:
+    """Poll ``predicate`` until it returns something truthy, or fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+        time.sleep(interval)
+
+
+class Collection:
+    """A data dir of its own, with the CLI and consumers run as real subprocesses."""
+
+    def __init__(self, root: Path, plugins: str = "noop", extra_env: dict | None = None):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.env = {
+            **os.environ,
+            "DATA_DIR": str(self.root),
+            "PLUGIN_DIRS": str(FIXTURE_PLUGINS),
+            "PLUGINS": plugins,
+            "PYTHONUNBUFFERED": "1",
+            "LOG_LEVEL": "INFO",
+            **(extra_env or {}),
+        }
+        self.env.pop("DJANGO_SETTINGS_MODULE", None)
+        self.consumers: list[subprocess.Popen] = []
+        self.logs: list[Path] = []
+
+    def cli(self, *args: str, input: str | None = None, timeout: float = 120, check: bool = True, env: dict | None = None) -> subprocess.CompletedProcess:
+        result = subprocess.run([str(VENV_BIN / "archivebox"), *args], cwd=self.root, env={**self.env, **(env or {})},
+                                input=input, capture_output=True, text=True, timeout=timeout)
+        if check and result.returncode != 0:
+            raise AssertionError(f"archivebox {' '.join(args)} exited {result.returncode}:\n{result.stdout}\n{result.stderr}")
+        return result
+
+    def init(self) -> "Collection":
+        self.cli("init", "-q")
+        return self
+
+    def start_consumer(self, pool: str, workers: int = 4, env: dict | None = None, name: str | None = None) -> subprocess.Popen:
+        """``huey_consumer archivebox.<pool>.huey -w N`` with its output in a log file."""
+        log = self.root / f"{name or pool}-{len(self.logs)}.log"
+        self.logs.append(log)
+        with open(log, "wb") as out:
+            proc = subprocess.Popen([str(VENV_BIN / "huey_consumer"), f"archivebox.{pool}.huey", "-w", str(workers)],
+                                    cwd=self.root, env={**self.env, **(env or {})}, stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        self.consumers.append(proc)
+        return proc
+
+    def stop_all(self, sig: int = signal.SIGKILL) -> None:
+        for proc in self.consumers:
+            if proc.poll() is None:
+                os.killpg(proc.pid, sig)
+        for proc in self.consumers:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        self.consumers = [p for p in self.consumers if p.poll() is None]
+
+    def db(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.root / "index.sqlite3", timeout=30)
+        conn.row_factory = sqlite3.Row
+        return conn
+
+    def query(self, sql: str, params: tuple = ()) -> list[sqlite3.Row]:
+        with self.db() as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def scalar(self, sql: str, params: tuple = ()):
+        rows = self.query(sql, params)
+        return rows[0][0] if rows else None
+
+    def counts(self, table: str) -> dict[str, int]:
+        return {row[0]: row[1] for row in self.query(f"SELECT status, COUNT(*) FROM core_{table} GROUP BY status")}
+
+    def unfinished(self) -> int:
+        return sum(self.scalar(f"SELECT COUNT(*) FROM core_{t} WHERE retry_at IS NOT NULL AND NOT (core_{t}.status='running' AND kind='worker')")
+                   if t == "process" else self.scalar(f"SELECT COUNT(*) FROM core_{t} WHERE retry_at IS NOT NULL")
+                   for t in ("crawl", "snapshot", "archiveresult", "process"))
+
+    def list_json(self) -> list[dict]:
+        return [json.loads(line) for line in self.cli("list", "--json").stdout.splitlines() if line.strip()]
+
+    def log_text(self) -> str:
+        return "\n".join(path.read_text(errors="replace") for path in self.logs if path.exists())
