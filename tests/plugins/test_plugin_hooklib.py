@@ -243,10 +243,14 @@ def test_fetch_sends_host_and_path_encoding():
 
     def capture(conn, request, server):
         seen["request"] = request
-        conn.sendall(b"HTTP/1.0 204\r\n\r\n")
+        conn.sendall(b"HTTP/1.1 204\r\n\r\n")
+        server.stop.wait(3)  # keep the connection open
 
     with RawServer(capture) as srv:
+        # 204 without Content-Length on a connection the server keeps open: must not wait for EOF
+        started = time.monotonic()
         resp = H.fetch(srv.url + "/a b/\u00e9?q=1 2#frag", timeout=5)
+        assert time.monotonic() - started < 2
     assert resp.status == 204 and resp.reason == "No Content"
     first_line = seen["request"].split(b"\r\n")[0]
     assert first_line == b"GET /a%20b/%C3%A9?q=1%202 HTTP/1.1"

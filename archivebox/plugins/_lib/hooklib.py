@@ -766,7 +766,7 @@ def _fetch_once(url, deadline, max_bytes, user_agent, read_body, check_ssl, acce
             while 100 <= status < 200:  # skip informational responses
                 status, reason, headers = _read_head(reader)
             body, truncated = b"", False
-            if read_body:
+            if read_body and status not in (204, 304):  # these never have a body
                 body, truncated = _read_body(reader, headers, max_bytes)
                 encoding = ""
                 for key, value in headers:
