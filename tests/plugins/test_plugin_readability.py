@@ -51,3 +51,25 @@ def test_readability_empty_and_garbage(snapshot_factory):
     snap.fake_wget(bytes(range(1, 256)) * 50, content_type="text/html")
     run = snap.run("readability")
     assert run.returncode == 0 and run.status in ("failed", "succeeded"), run
+
+
+def test_readability_missing_library_is_skipped(snapshot_factory):
+    """An interpreter without readability-lxml (the base Python, outside the venv) reports skipped."""
+    import glob
+    import os
+    import subprocess
+    import sys
+    from conftest import hook_script
+    base = sorted(glob.glob(os.path.join(sys.base_prefix, "bin", "python3*")))
+    check = subprocess.run([base[0], "-I", "-c", "import readability"], capture_output=True) if base else None
+    if not base or check.returncode == 0:
+        pytest.skip("no interpreter without readability-lxml available")
+    snap = snapshot_factory("http://127.0.0.1:9/x")
+    snap.fake_wget("<html><body><p>" + "word " * 100 + "</p></body></html>")
+    cwd = os.path.join(snap.dir, "readability")
+    os.makedirs(cwd)
+    proc = subprocess.run([base[0], "-I", hook_script("readability"), f"--url={snap.url}"], cwd=cwd,
+                          env={"PATH": os.environ["PATH"], "SNAP_DIR": snap.dir}, capture_output=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.decode().splitlines()[-1])
+    assert result["status"] == "skipped" and "not installed" in result["output_str"]
