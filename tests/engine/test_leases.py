@@ -1,0 +1,184 @@
+"""Leases: the orchestrator role and the per-actor concurrency slots, all expiring by themselves."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import uuid
+
+from django.db import connection
+
+from archivebox.core.models import Lease
+from archivebox.tasks import leases
+
+T0 = dt.datetime(2030, 1, 1, 12, 0, tzinfo=dt.timezone.utc)
+TTL = 5.0
+
+
+def at(seconds: float) -> dt.datetime:
+    return T0 + dt.timedelta(seconds=seconds)
+
+
+def lease(key: str) -> Lease:
+    return Lease.objects.get(key=key)
+
+
+# Named leases ------------------------------------------------------------------------
+
+def test_acquire_creates_the_lease_and_the_same_holder_renews_it():
+    assert leases.holder_of("role", T0) is None
+    assert leases.acquire("role", "a", T0, TTL, machine_id=None)
+    assert lease("role").holder == "a" and lease("role").expires_at == at(TTL)
+
+    assert leases.acquire("role", "a", at(3), TTL)
+    assert lease("role").expires_at == at(3 + TTL)
+    assert leases.holder_of("role", at(3)).holder == "a"
+
+
+def test_another_holder_is_refused_until_the_lease_expires():
+    assert leases.acquire("role", "a", T0, TTL)
+
+    assert not leases.acquire("role", "b", at(1), TTL)
+    assert not leases.acquire("role", "b", at(TTL), TTL)  # expires_at itself still belongs to a
+    assert lease("role").holder == "a" and lease("role").expires_at == at(TTL)
+
+    taken_at = at(TTL) + dt.timedelta(microseconds=1)
+    assert leases.acquire("role", "b", taken_at, TTL)
+    assert leases.holder_of("role", taken_at).holder == "b"
+    # The old holder, back from a pause, cannot renew what it lost.
+    assert not leases.acquire("role", "a", taken_at, TTL)
+    assert lease("role").holder == "b"
+
+
+def test_holder_of_ignores_an_expired_lease():
+    assert leases.acquire("role", "a", T0, TTL)
+    assert leases.holder_of("role", at(TTL)).holder == "a"
+    assert leases.holder_of("role", at(TTL + 1)) is None
+
+
+def test_release_only_by_the_holder():
+    assert leases.acquire("role", "a", T0, TTL)
+    assert not leases.release("role", "b")
+    assert leases.holder_of("role", at(1)).holder == "a"
+
+    assert leases.release("role", "a")
+    assert leases.holder_of("role", at(1)) is None
+    assert not leases.release("role", "a")
+    assert leases.acquire("role", "b", at(1), TTL)
+
+
+def test_leases_are_independent_per_key():
+    assert leases.acquire("one", "a", T0, TTL)
+    assert leases.acquire("two", "b", T0, TTL)
+    assert not leases.acquire("one", "b", at(1), TTL)
+    assert not leases.acquire("two", "a", at(1), TTL)
+
+
+def test_racing_acquires_of_a_new_lease_have_one_winner():
+    """Both contenders may find no row and create it: still only one holds the lease."""
+    keys = [f"race-{i}" for i in range(30)]
+    barrier = threading.Barrier(2)
+    won = {"a": [], "b": []}
+    errors = []
+
+    def contender(holder):
+        try:
+            for key in keys:
+                barrier.wait(timeout=30)
+                won[holder].append(leases.acquire(key, holder, T0, TTL))
+        except BaseException as err:
+            errors.append(err)
+            barrier.abort()
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=contender, args=(h,)) for h in won]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not errors, errors
+    assert [a + b for a, b in zip(won["a"], won["b"])] == [1] * len(keys)
+    for key, a_won in zip(keys, won["a"]):
+        assert lease(key).holder == ("a" if a_won else "b")
+
+
+# Concurrency slots -------------------------------------------------------------------
+
+def test_slots_start_free():
+    state = leases.slot_state("Actor", 3, T0)
+    assert state.free == ["slot:Actor:0", "slot:Actor:1", "slot:Actor:2"]
+    assert state.busy_rows == []
+    assert Lease.objects.filter(actor="Actor").count() == 3
+
+
+def test_take_slot_on_a_free_slot_and_refuse_a_busy_one():
+    row, other = uuid.uuid4(), uuid.uuid4()
+    key = leases.slot_key("Actor", 0)
+    leases.slot_state("Actor", 2, T0)
+
+    assert leases.take_slot(key, row, "h1", T0, TTL)
+    state = leases.slot_state("Actor", 2, at(1))
+    assert state.free == ["slot:Actor:1"] and state.busy_rows == [row]
+
+    assert not leases.take_slot(key, other, "h2", at(1), TTL)
+    assert (lease(key).row_id, lease(key).holder, lease(key).expires_at) == (row, "h1", at(TTL))
+
+
+def test_an_expired_slot_is_free_again_by_itself():
+    """A SIGKILLed worker never releases its slot: expiry gives it back."""
+    row, other = uuid.uuid4(), uuid.uuid4()
+    key = leases.slot_key("Actor", 0)
+    leases.slot_state("Actor", 1, T0)
+    assert leases.take_slot(key, row, "killed-worker", T0, TTL)
+
+    assert leases.slot_state("Actor", 1, at(TTL)).free == []
+    state = leases.slot_state("Actor", 1, at(TTL + 1))
+    assert state.free == [key] and state.busy_rows == []
+
+    assert leases.take_slot(key, other, "h2", at(TTL + 1), TTL)
+    assert lease(key).row_id == other
+
+
+def test_hand_over_slot_only_by_the_slots_current_row():
+    row, stranger, following = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    key = leases.slot_key("Actor", 0)
+    leases.slot_state("Actor", 1, T0)
+    assert leases.take_slot(key, row, "h1", T0, TTL)
+
+    assert not leases.hand_over_slot(key, stranger, following, "h2", at(1), TTL)
+    assert lease(key).row_id == row
+
+    assert leases.hand_over_slot(key, row, following, "h2", at(1), TTL)
+    assert (lease(key).row_id, lease(key).holder, lease(key).expires_at) == (following, "h2", at(1 + TTL))
+    assert leases.slot_state("Actor", 1, at(2)).busy_rows == [following]
+    # The finished row no longer owns the slot.
+    assert not leases.hand_over_slot(key, row, stranger, "h1", at(2), TTL)
+
+
+def test_release_slot_only_by_the_slots_current_row():
+    row = uuid.uuid4()
+    key = leases.slot_key("Actor", 0)
+    leases.slot_state("Actor", 1, T0)
+    assert leases.take_slot(key, row, "h1", T0, TTL)
+
+    assert not leases.release_slot(key, uuid.uuid4())
+    assert leases.slot_state("Actor", 1, at(1)).free == []
+    assert leases.release_slot(key, row)
+    assert leases.slot_state("Actor", 1, at(1)).free == [key]
+    assert (lease(key).row_id, lease(key).expires_at) == (None, None)
+
+
+def test_raising_the_limit_adds_slots_and_keeps_the_busy_ones():
+    row = uuid.uuid4()
+    leases.slot_state("Actor", 1, T0)
+    assert leases.take_slot(leases.slot_key("Actor", 0), row, "h", T0, TTL)
+    state = leases.slot_state("Actor", 3, at(1))
+    assert state.free == ["slot:Actor:1", "slot:Actor:2"] and state.busy_rows == [row]
+
+
+def test_slots_of_different_actors_do_not_interfere():
+    leases.slot_state("A", 1, T0)
+    leases.slot_state("B", 1, T0)
+    assert leases.take_slot(leases.slot_key("A", 0), uuid.uuid4(), "h", T0, TTL)
+    assert leases.slot_state("B", 1, at(1)).free == ["slot:B:0"]
