@@ -1,0 +1,372 @@
+"""Ticks: claim by CAS, decide once, apply one decision, count errors, pass the slot on."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+import uuid
+
+import pytest
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+
+from archivebox.config import EngineConfig
+from archivebox.core.models import Crawl, Lease
+from archivebox.lifecycle import hookimpl, plugin_manager
+from archivebox.sideeffects.queue import huey as sideeffects_huey
+from archivebox.tasks import leases
+from archivebox.tasks.queue import huey as ticks_huey
+from archivebox.tasks.registry import ACTOR_TYPES, ActorType, Go, Wait, register
+from archivebox.tasks.ticks import HOLDER, backoff, run_tick
+from archivebox.transitions.crawl import (
+    transition_crawl_give_up,
+    transition_crawl_queued_to_started,
+    transition_crawl_started_to_sealed,
+)
+
+
+@pytest.fixture
+def make_actor():
+    """Register a throw-away actor type over Crawl rows with the test's own handler."""
+    names = []
+
+    def make(handler, statuses=("queued", "started")):
+        name = f"TestCrawl{uuid.uuid4().hex[:8]}"
+        names.append(name)
+        return register(ActorType(name, Crawl, handler, transition_crawl_give_up, tuple(statuses)))
+
+    yield make
+    for name in names:
+        ACTOR_TYPES.pop(name, None)
+
+
+@pytest.fixture
+def engine_logs(caplog):
+    """Capture the engine's log records (the ``archivebox`` logger does not propagate)."""
+    logger = logging.getLogger("archivebox")
+    logger.addHandler(caplog.handler)
+    caplog.set_level(logging.DEBUG, logger="archivebox")
+    yield caplog
+    logger.removeHandler(caplog.handler)
+
+
+class TransitionCounter:
+    def __init__(self):
+        self.edges = []
+
+    @hookimpl
+    def on_transition_end(self, obj, edge, won):
+        self.edges.append((str(edge), won))
+
+
+@pytest.fixture
+def transitions():
+    counter = TransitionCounter()
+    plugin_manager().register(counter)
+    yield counter
+    plugin_manager().unregister(counter)
+
+
+def config(actor: ActorType | None = None, **overrides) -> EngineConfig:
+    values = dict(data_dir=settings.DATA_DIR, max_tick_time=10.0, max_tick_errors=3, tick_backoff_base=2.0,
+                  tick_backoff_max=60.0, concurrency={actor.name: 2} if actor else {})
+    values.update(overrides)
+    return EngineConfig(**values)
+
+
+def make_crawl(retry_at: dt.datetime, **values) -> Crawl:
+    return Crawl.objects.create(urls="https://example.com", retry_at=retry_at, **values)
+
+
+def row(crawl: Crawl) -> dict:
+    return Crawl.objects.filter(pk=crawl.pk).values().get()
+
+
+def forward(crawl, *, now, config):
+    """The simplest lifecycle: queued -> started -> sealed, one edge per tick."""
+    if crawl.status == "queued":
+        return Go(transition_crawl_queued_to_started)
+    return Go(transition_crawl_started_to_sealed)
+
+
+def pending_ticks() -> list[tuple]:
+    return [task.args for task in ticks_huey.pending()]
+
+
+# Claiming ----------------------------------------------------------------------------
+
+def test_a_second_tick_with_the_same_seen_value_loses_and_does_nothing(make_actor):
+    calls = []
+
+    def handler(crawl, *, now, config):
+        calls.append(crawl.pk)
+        return forward(crawl, now=now, config=config)
+
+    actor = make_actor(handler)
+    now = timezone.now()
+    crawl = make_crawl(now)
+
+    assert run_tick(actor, crawl.pk, now, None, config(actor), now=now).outcome == "transition"
+    after = row(crawl)
+    assert after["status"] == "started"
+
+    assert run_tick(actor, crawl.pk, now, None, config(actor), now=now + dt.timedelta(seconds=1)).outcome == "lost"
+    assert calls == [crawl.pk]
+    assert row(crawl) == after
+
+
+def test_two_racing_ticks_on_one_row_one_claims_it(make_actor):
+    calls = []
+    lock = threading.Lock()
+
+    def handler(crawl, *, now, config):
+        with lock:
+            calls.append(crawl.pk)
+        return forward(crawl, now=now, config=config)
+
+    actor = make_actor(handler)
+    now = timezone.now()
+    crawls = [make_crawl(now) for _ in range(20)]
+    barrier = threading.Barrier(2)
+    outcomes, errors = {0: [], 1: []}, []
+
+    def worker(index):
+        try:
+            for crawl in crawls:
+                barrier.wait(timeout=30)
+                outcomes[index].append(run_tick(actor, crawl.pk, now, None, config(actor), now=now).outcome)
+        except BaseException as err:
+            errors.append(err)
+            barrier.abort()
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not errors, errors
+    assert len(outcomes[0]) == len(outcomes[1]) == len(crawls)
+    for a, b in zip(outcomes[0], outcomes[1]):
+        assert sorted((a, b)) == ["lost", "transition"]
+    assert sorted(calls) == sorted(c.pk for c in crawls)
+    assert set(Crawl.objects.values_list("status", flat=True)) == {"started"}
+    assert sideeffects_huey.storage.queue_size() == len(crawls)
+
+
+# Decisions ---------------------------------------------------------------------------
+
+def test_one_transition_per_tick(make_actor, transitions):
+    actor = make_actor(forward)
+    now = timezone.now()
+    crawl = make_crawl(now)
+
+    result = run_tick(actor, crawl.pk, now, None, config(actor), now=now)
+    assert (result.outcome, result.detail) == ("transition", "transition_crawl_queued_to_started")
+    assert transitions.edges == [("queued -> started", True)]
+    assert row(crawl)["status"] == "started"
+
+    seen = row(crawl)["retry_at"]
+    assert run_tick(actor, crawl.pk, seen, None, config(actor), now=seen).outcome == "transition"
+    assert transitions.edges == [("queued -> started", True), ("started -> sealed", True)]
+    assert (row(crawl)["status"], row(crawl)["retry_at"]) == ("sealed", None)
+
+
+def test_the_transition_is_written_under_the_claim(make_actor):
+    """A user's cancel that lands while the handler decides wins; the tick writes nothing."""
+    def handler(crawl, *, now, config):
+        cancelling = Crawl.objects.get(pk=crawl.pk)
+        assert transition_crawl_give_up(cancelling, now=now, error="cancelled by user")
+        return Go(transition_crawl_queued_to_started)
+
+    actor = make_actor(handler)
+    now = timezone.now()
+    crawl = make_crawl(now)
+
+    assert run_tick(actor, crawl.pk, now, None, config(actor), now=now).outcome == "transition-lost"
+    assert (row(crawl)["status"], row(crawl)["retry_at"], row(crawl)["last_error"]) == ("failed", None, "cancelled by user")
+
+
+def test_wait_sets_retry_at_and_runs_its_requests(make_actor):
+    requested = []
+    now = timezone.now()
+    until = now + dt.timedelta(seconds=42)
+
+    def handler(crawl, *, now, config):
+        return Wait(until, "children running", (lambda: requested.append(crawl.pk),))
+
+    actor = make_actor(handler)
+    crawl = make_crawl(now, status="started")
+
+    result = run_tick(actor, crawl.pk, now, None, config(actor), now=now)
+    assert (result.outcome, result.detail) == ("wait", "children running")
+    assert (row(crawl)["status"], row(crawl)["retry_at"]) == ("started", until)
+    assert requested == [crawl.pk]
+    assert sideeffects_huey.storage.queue_size() == 0
+
+
+def test_wait_clears_earlier_tick_errors(make_actor):
+    now = timezone.now()
+    actor = make_actor(lambda crawl, *, now, config: Wait(now + dt.timedelta(seconds=5)))
+    crawl = make_crawl(now, tick_errors=2, last_error="ValueError: boom")
+
+    assert run_tick(actor, crawl.pk, now, None, config(actor), now=now).outcome == "wait"
+    assert (row(crawl)["tick_errors"], row(crawl)["last_error"]) == (0, "")
+
+
+def test_a_wait_after_a_concurrent_cancel_keeps_the_row_final(make_actor):
+    def handler(crawl, *, now, config):
+        assert transition_crawl_give_up(Crawl.objects.get(pk=crawl.pk), now=now, error="cancelled by user")
+        return Wait(now + dt.timedelta(seconds=5))
+
+    actor = make_actor(handler)
+    now = timezone.now()
+    crawl = make_crawl(now)
+    run_tick(actor, crawl.pk, now, None, config(actor), now=now)
+    assert (row(crawl)["status"], row(crawl)["retry_at"]) == ("failed", None)
+
+
+# Errors ------------------------------------------------------------------------------
+
+def test_handler_exceptions_back_off_then_give_up(make_actor, engine_logs):
+    def handler(crawl, *, now, config):
+        raise ValueError("boom\nsecond line")
+
+    actor = make_actor(handler)
+    cfg = config(actor)
+    now = timezone.now()
+    crawl = make_crawl(now)
+    seen = now
+
+    for errors in (1, 2):
+        result = run_tick(actor, crawl.pk, seen, None, cfg, now=seen)
+        assert (result.outcome, result.detail) == ("error", "ValueError: boom")
+        state = row(crawl)
+        assert (state["status"], state["tick_errors"], state["last_error"]) == ("queued", errors, "ValueError: boom")
+        delay = cfg.tick_backoff_base * 2 ** (errors - 1)
+        assert seen + dt.timedelta(seconds=0.9 * delay) <= state["retry_at"] <= seen + dt.timedelta(seconds=1.1 * delay)
+        seen = state["retry_at"]
+
+    result = run_tick(actor, crawl.pk, seen, None, cfg, now=seen)
+    assert result.outcome == "gave-up"
+    state = row(crawl)
+    assert (state["status"], state["retry_at"], state["finished_at"]) == ("failed", None, seen)
+    assert state["last_error"] == "gave up after 3 failed ticks: ValueError: boom"
+    assert [(t.name, t.args) for t in sideeffects_huey.pending()] == [("sideeffect.crawl_finished", (crawl.pk,))]
+
+    failures = [r for r in engine_logs.records if r.getMessage() == f"{actor.name} {crawl.pk}: tick failed"]
+    assert len(failures) == 3
+    assert all(r.levelno == logging.ERROR and r.exc_info and r.exc_info[0] is ValueError for r in failures)
+
+
+def test_backoff_grows_exponentially_with_jitter_and_is_capped():
+    cfg = config(tick_backoff_base=1.0, tick_backoff_max=10.0)
+    for errors, expected in [(1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0), (5, 10.0), (12, 10.0)]:
+        delays = [backoff(errors, cfg) for _ in range(20)]
+        assert all(0.9 * expected <= d <= 1.1 * expected for d in delays), (errors, delays)
+        assert len(set(delays)) > 1
+
+
+def test_a_handler_returning_no_decision_is_an_error(make_actor):
+    actor = make_actor(lambda crawl, *, now, config: None)
+    now = timezone.now()
+    crawl = make_crawl(now)
+    result = run_tick(actor, crawl.pk, now, None, config(actor), now=now)
+    assert result.outcome == "error" and result.detail.startswith("TypeError: a tick handler must return Go or Wait")
+    assert row(crawl)["tick_errors"] == 1
+
+
+def test_a_handler_slower_than_max_tick_time_is_refused(make_actor):
+    done = threading.Event()
+
+    def slow(crawl, *, now, config):
+        done.wait(config.max_tick_time * 1.5)  # longer than its claim lasts
+        return Go(transition_crawl_queued_to_started)
+
+    actor = make_actor(slow)
+    cfg = config(actor, max_tick_time=0.2)
+    now = timezone.now()
+    crawl = make_crawl(now)
+
+    result = run_tick(actor, crawl.pk, now, None, cfg, now=now)
+    assert result.outcome == "error" and result.detail.startswith("TickTimeout: decided after")
+    state = row(crawl)
+    assert (state["status"], state["tick_errors"], state["started_at"]) == ("queued", 1, None)
+    assert state["last_error"].startswith("TickTimeout")
+    assert sideeffects_huey.storage.queue_size() == 0
+
+
+def test_a_vanished_row_is_lost_not_an_error(make_actor):
+    actor = make_actor(forward)
+    now = timezone.now()
+    assert run_tick(actor, uuid.uuid4(), now, None, config(actor), now=now).outcome == "lost"
+
+
+# Slots -------------------------------------------------------------------------------
+
+def test_the_slot_is_handed_to_the_next_due_row(make_actor):
+    actor = make_actor(forward)
+    cfg = config(actor)
+    now = timezone.now()
+    first = make_crawl(now - dt.timedelta(seconds=5))
+    following = make_crawl(now - dt.timedelta(seconds=1))
+    make_crawl(now + dt.timedelta(hours=1))  # not due
+    slot = leases.slot_key(actor.name, 0)
+    leases.slot_state(actor.name, 2, now)
+    assert leases.take_slot(slot, first.pk, HOLDER, now, cfg.slot_ttl)
+
+    assert run_tick(actor, first.pk, first.retry_at, slot, cfg, now=now).outcome == "transition"
+
+    assert Lease.objects.get(key=slot).row_id == following.pk
+    assert pending_ticks() == [(actor.name, following.pk, following.retry_at, slot)]
+
+
+def test_the_slot_is_released_when_nothing_else_is_due(make_actor):
+    actor = make_actor(lambda crawl, *, now, config: Wait(now + dt.timedelta(minutes=5)))
+    cfg = config(actor)
+    now = timezone.now()
+    crawl = make_crawl(now - dt.timedelta(seconds=1))
+    slot = leases.slot_key(actor.name, 1)
+    leases.slot_state(actor.name, 2, now)
+    assert leases.take_slot(slot, crawl.pk, HOLDER, now, cfg.slot_ttl)
+
+    assert run_tick(actor, crawl.pk, crawl.retry_at, slot, cfg, now=now).outcome == "wait"
+
+    assert (Lease.objects.get(key=slot).row_id, Lease.objects.get(key=slot).expires_at) == (None, None)
+    assert pending_ticks() == []
+    assert leases.slot_state(actor.name, 2, timezone.now()).free == [leases.slot_key(actor.name, 0), slot]
+
+
+def test_the_slot_is_passed_on_even_when_the_tick_lost(make_actor):
+    actor = make_actor(forward)
+    cfg = config(actor)
+    now = timezone.now()
+    crawl = make_crawl(now - dt.timedelta(seconds=1))
+    slot = leases.slot_key(actor.name, 0)
+    leases.slot_state(actor.name, 1, now)
+    assert leases.take_slot(slot, crawl.pk, HOLDER, now, cfg.slot_ttl)
+
+    stale_seen = crawl.retry_at - dt.timedelta(seconds=1)
+    assert run_tick(actor, crawl.pk, stale_seen, slot, cfg, now=now).outcome == "lost"
+    # The row is still due and the only candidate: the slot goes to it again.
+    assert Lease.objects.get(key=slot).row_id == crawl.pk
+    assert pending_ticks() == [(actor.name, crawl.pk, crawl.retry_at, slot)]
+
+
+def test_a_tick_does_not_touch_a_slot_that_another_row_took(make_actor):
+    actor = make_actor(forward)
+    cfg = config(actor)
+    now = timezone.now()
+    crawl = make_crawl(now - dt.timedelta(seconds=2))
+    newcomer = make_crawl(now - dt.timedelta(seconds=1))
+    slot = leases.slot_key(actor.name, 0)
+    leases.slot_state(actor.name, 1, now)
+    # The tick's slot expired while its message waited, and the scan gave it to another row.
+    assert leases.take_slot(slot, newcomer.pk, HOLDER, now, cfg.slot_ttl)
+
+    assert run_tick(actor, crawl.pk, crawl.retry_at, slot, cfg, now=now).outcome == "transition"
+    assert Lease.objects.get(key=slot).row_id == newcomer.pk
+    assert pending_ticks() == []
