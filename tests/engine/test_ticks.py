@@ -20,6 +20,7 @@ from archivebox.tasks import leases
 from archivebox.tasks.queue import huey as ticks_huey
 from archivebox.tasks.registry import ACTOR_TYPES, ActorType, Go, Wait, register
 from archivebox.tasks.ticks import HOLDER, backoff, run_tick
+from archivebox.transitions.actions import cancel_crawl
 from archivebox.transitions.crawl import (
     transition_crawl_give_up,
     transition_crawl_queued_to_started,
@@ -370,3 +371,44 @@ def test_a_tick_does_not_touch_a_slot_that_another_row_took(make_actor):
     assert run_tick(actor, crawl.pk, crawl.retry_at, slot, cfg, now=now).outcome == "transition"
     assert Lease.objects.get(key=slot).row_id == newcomer.pk
     assert pending_ticks() == []
+
+
+def test_a_users_cancel_racing_ticks_is_never_lost(make_actor):
+    """cancel_crawl retries on the fresh row, so it wins whether it lands before, during or after a tick."""
+    actor = make_actor(forward)
+    now = timezone.now()
+    crawls = [make_crawl(now) for _ in range(30)]
+    barrier = threading.Barrier(2)
+    ticks, cancels, errors = [], [], []
+
+    def ticker():
+        try:
+            for crawl in crawls:
+                barrier.wait(timeout=30)
+                ticks.append(run_tick(actor, crawl.pk, now, None, config(actor), now=now).outcome)
+        except BaseException as err:
+            errors.append(err)
+            barrier.abort()
+        finally:
+            connection.close()
+
+    def canceller():
+        try:
+            for crawl in crawls:
+                barrier.wait(timeout=30)
+                cancels.append(cancel_crawl(crawl.pk))
+        except BaseException as err:
+            errors.append(err)
+            barrier.abort()
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=ticker), threading.Thread(target=canceller)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not errors, errors
+    assert cancels == [True] * len(crawls)
+    assert set(ticks) <= {"transition", "transition-lost", "lost"}
+    assert set(Crawl.objects.values_list("status", "retry_at", "last_error")) == {("failed", None, "cancelled by user")}

@@ -1,0 +1,246 @@
+"""Engine bugs found by the engine tests, kept as strict xfails until the engine is fixed.
+
+Each test states the behaviour the design asks for; ``reason`` says what happens instead.
+The engine's owner removes the marker with the fix.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import signal
+import textwrap
+import uuid
+
+import pytest
+from django.conf import settings
+from django.utils import timezone
+
+from archivebox.config import ConfigError, EngineConfig
+from archivebox.core.models import Crawl, Lease, Snapshot
+from archivebox.lifecycle import hookimpl, plugin_manager
+from archivebox.sideeffects.queue import huey as sideeffects_huey
+from archivebox.tasks import leases
+from archivebox.tasks.orchestrator import Orchestrator
+from archivebox.tasks.queue import huey as ticks_huey
+from archivebox.tasks.registry import ACTOR_TYPES, ActorType, Go, register
+from archivebox.tasks.ticks import HOLDER, run_tick
+from archivebox.transitions.crawl import transition_crawl_give_up, transition_crawl_queued_to_started, transition_crawl_started_to_sealed
+from archivebox.transitions.graph import GraphError, State, StateGraph
+from archivebox.transitions.snapshot import transition_snapshot_advance_step, transition_snapshot_give_up, transition_snapshot_reopen
+from helpers import Collection, wait_until
+
+
+@pytest.fixture
+def make_actor():
+    names = []
+
+    def make(handler, statuses=("queued", "started")):
+        name = f"TestCrawl{uuid.uuid4().hex[:8]}"
+        names.append(name)
+        return register(ActorType(name, Crawl, handler, transition_crawl_give_up, tuple(statuses)))
+
+    yield make
+    for name in names:
+        ACTOR_TYPES.pop(name, None)
+
+
+def engine_config(actor, **overrides) -> EngineConfig:
+    return EngineConfig(**{"data_dir": settings.DATA_DIR, "concurrency": {actor.name: 1}, **overrides})
+
+
+def enqueued() -> list[tuple[str, tuple]]:
+    return [(task.name, task.args) for task in sideeffects_huey.pending()]
+
+
+# Lifecycle hooks ---------------------------------------------------------------------
+
+PLUGIN = textwrap.dedent('''
+    import os
+    from archivebox.lifecycle import hookimpl
+
+    def record(name):
+        with open(os.environ["HOOK_LOG"], "a") as log:
+            log.write(name + "\\n")
+
+    @hookimpl
+    def on_orchestrator_startup(orchestrator):
+        record("on_orchestrator_startup")
+
+    @hookimpl
+    def on_actor_startup(actor_type, worker):
+        record("on_actor_startup")
+
+    @hookimpl
+    def on_actor_shutdown(actor_type, worker):
+        record("on_actor_shutdown")
+''')
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: hookspecs on_actor_startup/on_actor_shutdown (lifecycle/hookspecs.py) are never fired anywhere in archivebox/")
+def test_a_tick_consumer_fires_actor_startup_and_shutdown(tmp_path):
+    (tmp_path / "plugin").mkdir()
+    (tmp_path / "plugin" / "abx_hook_recorder.py").write_text(PLUGIN)
+    hook_log = tmp_path / "hooks.log"
+    hook_log.touch()
+    collection = Collection(tmp_path / "data", extra_env={
+        "LIFECYCLE_PLUGINS": "abx_hook_recorder", "PYTHONPATH": str(tmp_path / "plugin"), "HOOK_LOG": str(hook_log),
+    }).init()
+    try:
+        consumer = collection.start_consumer("tasks", workers=1)
+        wait_until(lambda: "on_orchestrator_startup" in hook_log.read_text(), timeout=30, message="the tick consumer to start")
+        consumer.send_signal(signal.SIGTERM)  # graceful
+        consumer.wait(timeout=30)
+    finally:
+        collection.stop_all()
+    recorded = hook_log.read_text().split()
+    assert "on_actor_startup" in recorded
+    assert "on_actor_shutdown" in recorded
+
+
+class IdleRecorder:
+    def __init__(self):
+        self.idle = 0
+
+    @hookimpl
+    def on_orchestrator_idle(self, orchestrator, actor_types):
+        self.idle += 1
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: tasks/orchestrator.py run_single_cycle fires on_orchestrator_idle ('found nothing due') "
+                                       "whenever no row is due in the future, even while due rows wait for a busy slot")
+def test_no_idle_hook_while_due_rows_wait_for_a_slot(make_actor):
+    actor = make_actor(lambda crawl, *, now, config: Go(transition_crawl_queued_to_started))
+    now = timezone.now()
+    for i in range(2):
+        Crawl.objects.create(urls=f"https://example.com/{i}", retry_at=now - dt.timedelta(seconds=i + 1))
+    orchestrator = Orchestrator(engine_config(actor), [actor])
+    recorder = IdleRecorder()
+    plugin_manager().register(recorder)
+    try:
+        orchestrator.run_single_cycle(now=now)  # dispatches one row into the only slot
+        orchestrator.run_single_cycle(now=now + dt.timedelta(seconds=1))  # the other row is due, waiting
+    finally:
+        plugin_manager().unregister(recorder)
+    assert ticks_huey.storage.queue_size() == 1
+    assert Crawl.objects.filter(retry_at__lte=now).count() == 2
+    assert recorder.idle == 0
+
+
+# Transitions -------------------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="BUG: transitions/snapshot.py transition_snapshot_give_up (and every give_up/reopen) passes the "
+                                       "in-memory obj.status as the source; after a win move() updated it, so a repeat asks for "
+                                       "failed -> failed and raises IllegalTransition instead of returning False")
+def test_a_repeated_give_up_is_a_no_op():
+    now = timezone.now()
+    crawl = Crawl.objects.create(urls="https://example.com", retry_at=now)
+    snapshot = Snapshot.objects.create(crawl=crawl, url="https://example.com", retry_at=now)
+    assert transition_snapshot_give_up(snapshot, now=now, error="cancelled")
+    sideeffects_huey.storage.flush_queue()
+
+    assert transition_snapshot_give_up(snapshot, now=now, error="cancelled again") is False
+    assert enqueued() == []
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: transitions/snapshot.py transition_snapshot_reopen takes its source from obj.status; "
+                                       "a repeated reopen asks for queued -> queued and raises IllegalTransition instead of returning False")
+def test_a_repeated_reopen_is_a_no_op():
+    now = timezone.now()
+    crawl = Crawl.objects.create(urls="https://example.com", retry_at=now)
+    snapshot = Snapshot.objects.create(crawl=crawl, url="https://example.com", status="failed", retry_at=None)
+    assert transition_snapshot_reopen(snapshot, now=now)
+
+    assert transition_snapshot_reopen(snapshot, now=now + dt.timedelta(seconds=1)) is False
+    assert Snapshot.objects.get(pk=snapshot.pk).retry_at == now
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: transitions/snapshot.py transition_snapshot_advance_step guards with "
+                                       "expect={'current_step': obj.current_step}, read after move() set it to the new step, "
+                                       "so advancing the same instance twice wins twice and enqueues wake_step twice")
+def test_advancing_the_same_step_twice_is_a_no_op():
+    now = timezone.now()
+    crawl = Crawl.objects.create(urls="https://example.com", retry_at=now)
+    snapshot = Snapshot.objects.create(crawl=crawl, url="https://example.com", status="started", retry_at=now)
+    assert transition_snapshot_advance_step(snapshot, now=now, step=3)
+    later = now + dt.timedelta(seconds=5)
+
+    assert transition_snapshot_advance_step(snapshot, now=later, step=3) is False
+    assert Snapshot.objects.get(pk=snapshot.pk).modified_at == now
+    assert enqueued() == [("sideeffect.wake_step", ("Snapshot", snapshot.pk, 3))]
+
+
+# Graphs ------------------------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="BUG: transitions/graph.py _validate checks targets but not reopens for states of another "
+                                       "graph, so reopens_to(OtherGraph.state) declares an edge into a status the model does not have")
+def test_reopening_into_a_state_of_another_graph_is_an_error():
+    class Other(StateGraph):
+        elsewhere = State(initial=True)
+        end = State(final=True)
+        give_up_state = "end"
+        elsewhere.transitions_to(end)
+
+    with pytest.raises(GraphError):
+        class Borrowing(StateGraph):
+            a = State(initial=True)
+            gone = State(final=True)
+            give_up_state = "gone"
+            a.transitions_to(gone)
+            gone.reopens_to(Other.elsewhere)
+
+
+# Ticks -------------------------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="BUG: tasks/ticks.py apply() clears tick_errors after a Wait but not after a transition, so "
+                                       "errors accumulate over a row's whole life and MAX_TICK_ERRORS non-consecutive errors give it up")
+def test_a_successful_transition_clears_earlier_tick_errors(make_actor):
+    failing = {"on": True}
+
+    def handler(crawl, *, now, config):
+        if failing["on"]:
+            raise OSError("database is locked")
+        return Go(transition_crawl_queued_to_started)
+
+    actor = make_actor(handler)
+    config = engine_config(actor, max_tick_errors=3)
+    now = timezone.now()
+    crawl = Crawl.objects.create(urls="https://example.com", retry_at=now)
+
+    def tick_once():
+        seen = Crawl.objects.get(pk=crawl.pk).retry_at
+        return run_tick(actor, crawl.pk, seen, None, config, now=seen).outcome
+
+    assert [tick_once(), tick_once()] == ["error", "error"]
+    failing["on"] = False
+    assert tick_once() == "transition"
+    failing["on"] = True
+    assert tick_once() == "error"  # one transient error after a good tick, not the third of a streak
+    assert Crawl.objects.values_list("status", "tick_errors").get(pk=crawl.pk) == ("started", 1)
+
+
+@pytest.mark.xfail(strict=True, reason="BUG (minor, determinism): tasks/ticks.py run_tick takes now= but hand_over() reads "
+                                       "timezone.now(), so a tick driven at a given time hands its slot over by another clock")
+def test_the_hand_over_uses_the_ticks_own_time(make_actor):
+    actor = make_actor(lambda crawl, *, now, config: Go(transition_crawl_started_to_sealed))
+    config = engine_config(actor)
+    later = timezone.now() + dt.timedelta(hours=1)
+    first = Crawl.objects.create(urls="https://example.com/1", status="started", retry_at=later - dt.timedelta(seconds=2))
+    following = Crawl.objects.create(urls="https://example.com/2", status="started", retry_at=later - dt.timedelta(seconds=1))
+    slot = leases.slot_key(actor.name, 0)
+    leases.slot_state(actor.name, 1, later)
+    assert leases.take_slot(slot, first.pk, HOLDER, later, config.slot_ttl)
+
+    assert run_tick(actor, first.pk, first.retry_at, slot, config, now=later).outcome == "transition"
+
+    assert Lease.objects.get(key=slot).row_id == following.pk
+    assert [task.args[1] for task in ticks_huey.pending()] == [following.pk]
+
+
+# Config ------------------------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="BUG: config.py parse_number accepts 'nan' and 'inf' for float keys (nan < minimum is False); "
+                                       "MAX_TICK_TIME=nan later breaks every tick with a ValueError from timedelta instead of a ConfigError")
+@pytest.mark.parametrize("raw", ["nan", "inf"])
+def test_non_finite_numbers_are_config_errors(tmp_path, raw):
+    with pytest.raises(ConfigError, match="MAX_TICK_TIME"):
+        EngineConfig.from_env({"MAX_TICK_TIME": raw}, data_dir=tmp_path)
