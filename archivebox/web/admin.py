@@ -1,0 +1,387 @@
+"""The Django admin for every model of the engine.
+
+The admin never writes a status: ``status``, ``retry_at`` and the lifecycle columns
+are read-only everywhere, and every change of state is one of the user actions of
+:mod:`archivebox.transitions.actions` (cancel, retry failed results, re-snapshot),
+which compare-and-swap against running ticks. Rows that own running processes
+(crawls, snapshots, results, processes) cannot be deleted here: ``archivebox purge``
+removes old processes, and a cancel stops the work.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+
+from django import forms
+from django.conf import settings
+from django.contrib import admin, messages
+from django.db import transaction
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html
+
+from archivebox.core.models import ArchiveResult, Crawl, Lease, Machine, Process, Snapshot, Tag
+from archivebox.core.urlcheck import InvalidURL, check_url
+from archivebox.tasks import registry
+from archivebox.tasks.dispatch import kick
+from archivebox.transitions import actions
+from archivebox.web.files import tail
+
+logger = logging.getLogger(__name__)
+
+admin.site.site_header = "ArchiveBox"
+admin.site.site_title = "ArchiveBox admin"
+admin.site.index_title = "Collection"
+
+LIFECYCLE_FIELDS = ("status", "retry_at", "tick_errors", "last_error", "created_at", "modified_at")
+
+
+def change_link(obj, text: str | None = None) -> str:
+    if obj is None:
+        return "—"
+    url = reverse(f"admin:{obj._meta.app_label}_{obj._meta.model_name}_change", args=[obj.pk])
+    return format_html('<a href="{}">{}</a>', url, text if text is not None else str(obj))
+
+
+def list_link(model, text: str, **filters) -> str:
+    url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")
+    query = "&".join(f"{key}={value}" for key, value in filters.items())
+    return format_html('<a href="{}?{}">{}</a>', url, query, text)
+
+
+def status_badge(status: str) -> str:
+    return format_html('<span class="abx-status abx-{}">{}</span>', status, status)
+
+
+class ReadOnlyMixin:
+    """Rows written only by the engine: viewable, never added, edited or deleted here."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class StatefulAdmin(admin.ModelAdmin):
+    list_per_page = 50
+    show_full_result_count = False
+    date_hierarchy = "created_at"
+
+    class Media:
+        css = {"all": ("web/admin.css",)}
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="status", ordering="status")
+    def status_display(self, obj):
+        return status_badge(obj.status)
+
+
+def _report(modeladmin, request, done: int, total: int, verb: str, noun: str) -> None:
+    level = messages.SUCCESS if done else messages.WARNING
+    modeladmin.message_user(request, f"{verb} {done} of {total} selected {noun} (the others were already finished).", level)
+
+
+def _retry(modeladmin, request, results) -> None:
+    reopened, snapshot_ids = actions.retry_failed(results)
+    level = messages.SUCCESS if reopened else messages.WARNING
+    modeladmin.message_user(request, f"Re-queued {reopened} failed result(s) in {len(snapshot_ids)} snapshot(s).", level)
+
+
+def _resnapshot(modeladmin, request, snapshot_ids) -> None:
+    crawl = actions.resnapshot(snapshot_ids)
+    if crawl is None:
+        modeladmin.message_user(request, "Nothing to re-snapshot.", messages.WARNING)
+        return
+    modeladmin.message_user(request, format_html("Re-snapshotting in a new crawl: {}", change_link(crawl)), messages.SUCCESS)
+
+
+# Crawl -------------------------------------------------------------------------------
+
+class CrawlAddForm(forms.ModelForm):
+    """A new crawl, validated like ``archivebox add`` validates its URLs."""
+
+    class Meta:
+        model = Crawl
+        fields = ("urls", "max_depth", "tags_str", "label")
+
+    def clean_urls(self):
+        valid, errors = {}, []
+        for line in self.cleaned_data["urls"].splitlines():
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            try:
+                valid[check_url(line.strip())] = None
+            except InvalidURL as err:
+                errors.append(str(err))
+        if errors:
+            raise forms.ValidationError([f"invalid URL: {error}" for error in errors])
+        if not valid:
+            raise forms.ValidationError("give at least one URL")
+        return "\n".join(valid)
+
+    def clean_max_depth(self):
+        depth = self.cleaned_data["max_depth"]
+        if depth > 9:
+            raise forms.ValidationError("depth must be between 0 and 9")
+        return depth
+
+
+@admin.register(Crawl)
+class CrawlAdmin(StatefulAdmin):
+    list_display = ("__str__", "status_display", "current_step", "max_depth", "snapshots_link", "created_at", "finished_at")
+    list_filter = ("status", "max_depth")
+    search_fields = ("urls", "label", "tags_str", "id")
+    actions = ["cancel", "retry_failed_results", "resnapshot"]
+    readonly_fields = (*LIFECYCLE_FIELDS, "id", "current_step", "started_at", "finished_at", "config", "snapshots_link", "results_link")
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        if obj is None:
+            kwargs["form"] = CrawlAddForm
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:
+            return ()
+        return (*self.readonly_fields, "urls", "max_depth", "tags_str")
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return ("urls", "max_depth", "tags_str", "label")
+        return ("id", "label", "status", "current_step", "urls", "max_depth", "tags_str", "snapshots_link", "results_link",
+                "retry_at", "tick_errors", "last_error", "config", "created_at", "started_at", "finished_at", "modified_at")
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            obj.retry_at = timezone.now()
+        super().save_model(request, obj, form, change)
+        if not change:
+            transaction.on_commit(lambda: kick(registry.get("Crawl"), [(obj.pk, obj.retry_at)], settings.ENGINE))
+
+    @admin.display(description="snapshots")
+    def snapshots_link(self, obj):
+        return list_link(Snapshot, f"{obj.snapshots.count()} snapshot(s)", crawl__id__exact=obj.pk)
+
+    @admin.display(description="results")
+    def results_link(self, obj):
+        return list_link(ArchiveResult, f"{obj.results.count()} result(s)", crawl__id__exact=obj.pk)
+
+    @admin.action(description="Cancel selected crawls (and their unfinished snapshots)")
+    def cancel(self, request, queryset):
+        pks = list(queryset.values_list("pk", flat=True))
+        _report(self, request, sum(actions.cancel_crawl(pk) for pk in pks), len(pks), "Cancelled", "crawls")
+
+    @admin.action(description="Retry failed results of selected crawls")
+    def retry_failed_results(self, request, queryset):
+        _retry(self, request, ArchiveResult.objects.filter(crawl__in=queryset))
+
+    @admin.action(description="Re-snapshot the URLs of selected crawls (new crawl)")
+    def resnapshot(self, request, queryset):
+        _resnapshot(self, request, list(Snapshot.objects.filter(crawl__in=queryset).values_list("pk", flat=True)))
+
+
+# Snapshot ----------------------------------------------------------------------------
+
+class ResultInline(admin.TabularInline):
+    model = ArchiveResult
+    fields = ("hook_link", "status", "attempts", "output_str", "finished_at")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="hook")
+    def hook_link(self, obj):
+        return change_link(obj, obj.hook_name)
+
+
+@admin.register(Snapshot)
+class SnapshotAdmin(StatefulAdmin):
+    list_display = ("url_display", "status_display", "current_step", "title", "crawl_link", "results_summary", "created_at")
+    list_filter = ("status", "depth", "tags", "crawl__status")
+    search_fields = ("url", "title", "id")
+    list_select_related = ("crawl",)
+    filter_horizontal = ("tags",)
+    actions = ["cancel", "retry_failed_results", "resnapshot"]
+    inlines = [ResultInline]
+    fields = ("id", "url", "page_link", "title", "tags", "status", "current_step", "depth", "crawl_link", "parent_link",
+              "retry_at", "tick_errors", "last_error", "config", "created_at", "started_at", "finished_at", "modified_at")
+    readonly_fields = (*LIFECYCLE_FIELDS, "id", "url", "page_link", "current_step", "depth", "crawl_link", "parent_link",
+                       "config", "started_at", "finished_at")
+
+    def has_add_permission(self, request, obj=None):
+        return False  # snapshots come from crawls: add a crawl
+
+    @admin.display(description="URL", ordering="url")
+    def url_display(self, obj):
+        return format_html('{} <a href="{}" title="snapshot page">↗</a>', obj.url, reverse("web:snapshot", args=[obj.pk]))
+
+    @admin.display(description="page")
+    def page_link(self, obj):
+        return format_html('<a href="{}">snapshot page and outputs</a>', reverse("web:snapshot", args=[obj.pk]))
+
+    @admin.display(description="crawl", ordering="crawl")
+    def crawl_link(self, obj):
+        return change_link(obj.crawl)
+
+    @admin.display(description="parent")
+    def parent_link(self, obj):
+        return change_link(obj.parent)
+
+    @admin.display(description="results")
+    def results_summary(self, obj):
+        return list_link(ArchiveResult, "results", snapshot__id__exact=obj.pk)
+
+    @admin.action(description="Cancel selected snapshots")
+    def cancel(self, request, queryset):
+        pks = list(queryset.values_list("pk", flat=True))
+        _report(self, request, sum(actions.cancel_snapshot(pk) for pk in pks), len(pks), "Cancelled", "snapshots")
+
+    @admin.action(description="Retry failed results of selected snapshots")
+    def retry_failed_results(self, request, queryset):
+        _retry(self, request, ArchiveResult.objects.filter(snapshot__in=queryset))
+
+    @admin.action(description="Re-snapshot selected URLs (new crawl)")
+    def resnapshot(self, request, queryset):
+        _resnapshot(self, request, list(queryset.values_list("pk", flat=True)))
+
+
+# ArchiveResult -----------------------------------------------------------------------
+
+class ProcessInline(admin.TabularInline):
+    model = Process
+    fk_name = "archiveresult"
+    fields = ("process_link", "status", "attempt", "exit_code", "reason", "started_at", "ended_at")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="process")
+    def process_link(self, obj):
+        return change_link(obj, f"pid {obj.pid or '-'}")
+
+
+@admin.register(ArchiveResult)
+class ArchiveResultAdmin(ReadOnlyMixin, StatefulAdmin):
+    list_display = ("hook_name", "status_display", "attempts", "snapshot_link", "crawl_link", "output_short", "finished_at")
+    list_filter = ("status", "plugin", "step", "background")
+    search_fields = ("snapshot__url", "hook_name", "plugin", "output_str", "id")
+    list_select_related = ("snapshot", "crawl")
+    actions = ["retry_failed"]
+    inlines = [ProcessInline]
+    fields = ("id", "hook_name", "plugin", "status", "step", "background", "attempts", "attempt_limit", "snapshot_link",
+              "crawl_link", "output_str", "output_json", "retry_at", "tick_errors", "last_error", "created_at", "started_at",
+              "finished_at", "modified_at")
+    readonly_fields = fields
+
+    @admin.display(description="snapshot", ordering="snapshot__url")
+    def snapshot_link(self, obj):
+        return change_link(obj.snapshot)
+
+    @admin.display(description="crawl")
+    def crawl_link(self, obj):
+        return change_link(obj.crawl)
+
+    @admin.display(description="output")
+    def output_short(self, obj):
+        return obj.output_str[:120]
+
+    @admin.action(description="Retry selected failed results")
+    def retry_failed(self, request, queryset):
+        _retry(self, request, queryset)
+
+
+# Process -----------------------------------------------------------------------------
+
+@admin.register(Process)
+class ProcessAdmin(ReadOnlyMixin, StatefulAdmin):
+    list_display = ("__str__", "kind", "status_display", "pid", "exit_code", "machine_link", "result_link", "started_at", "ended_at")
+    list_filter = ("status", "kind", "machine")
+    search_fields = ("label", "key", "reason", "id", "archiveresult__snapshot__url")
+    list_select_related = ("machine", "archiveresult")
+    fields = ("id", "kind", "label", "status", "command", "pwd", "pid", "exit_code", "reason", "timeout", "machine_link",
+              "parent_link", "result_link", "stdout_tail", "stderr_tail", "env", "result_json", "retry_at", "created_at",
+              "started_at", "ended_at", "modified_at")
+    readonly_fields = fields
+
+    @admin.display(description="command")
+    def command(self, obj):
+        return format_html("<pre class='abx-cmd'>{}</pre>", shlex.join(str(part) for part in obj.cmd or []))
+
+    @admin.display(description="machine")
+    def machine_link(self, obj):
+        return change_link(obj.machine)
+
+    @admin.display(description="parent")
+    def parent_link(self, obj):
+        return change_link(obj.parent)
+
+    @admin.display(description="result")
+    def result_link(self, obj):
+        return change_link(obj.archiveresult, obj.archiveresult.hook_name if obj.archiveresult else None)
+
+    @admin.display(description="stdout (end)")
+    def stdout_tail(self, obj):
+        return _log_tail(obj.stdout_path)
+
+    @admin.display(description="stderr (end)")
+    def stderr_tail(self, obj):
+        return _log_tail(obj.stderr_path)
+
+
+def _log_tail(path: str) -> str:
+    result = tail(path, settings.DATA_DIR)
+    if result.error:
+        return format_html("<span class='abx-muted'>{}</span>", result.error)
+    note = f"last {len(result.text.encode())} of {result.size} bytes" if result.truncated else f"{result.size} bytes"
+    return format_html("<div class='abx-muted'>{} · {}</div><pre class='abx-log'>{}</pre>", path, note, result.text or "(empty)")
+
+
+# Machine, Tag, Lease -----------------------------------------------------------------
+
+@admin.register(Machine)
+class MachineAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ("hostname", "guid", "processes_link", "last_seen", "created_at")
+    search_fields = ("hostname", "guid")
+    fields = ("guid", "hostname", "processes_link", "created_at", "last_seen")
+    readonly_fields = fields
+
+    @admin.display(description="processes")
+    def processes_link(self, obj):
+        return list_link(Process, "processes", machine__id__exact=obj.pk)
+
+
+@admin.register(Tag)
+class TagAdmin(admin.ModelAdmin):
+    list_display = ("name", "slug", "snapshots_link", "created_at")
+    search_fields = ("name", "slug")
+    readonly_fields = ("created_at",)
+
+    @admin.display(description="snapshots")
+    def snapshots_link(self, obj):
+        return list_link(Snapshot, f"{obj.snapshots.count()} snapshot(s)", tags__id__exact=obj.pk)
+
+
+@admin.register(Lease)
+class LeaseAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ("key", "actor", "holder", "row_id", "expires_at", "machine")
+    list_filter = ("actor",)
+    search_fields = ("key", "holder")

@@ -1,0 +1,19 @@
+"""URLs of the web UI (mounted at the site root by :mod:`archivebox.urls`)."""
+
+from django.contrib.staticfiles.views import serve as serve_static
+from django.urls import path, re_path
+
+from archivebox.web import views
+
+app_name = "web"
+
+urlpatterns = [
+    path("", views.snapshot_list, name="snapshots"),
+    path("health/", views.health, name="health"),
+    path("snapshot/<uuid:snapshot_id>/", views.snapshot_detail, name="snapshot"),
+    path("archive/<uuid:snapshot_id>/", views.archived_file, name="archive-root"),
+    path("archive/<uuid:snapshot_id>/<path:path>", views.archived_file, name="archive"),
+    # The admin's CSS and JS, found in the installed apps (no collectstatic step); the
+    # finders only ever look inside the apps' own static folders.
+    re_path(r"^static/(?P<path>.*)$", serve_static, {"insecure": True}, name="static"),
+]

@@ -1,0 +1,128 @@
+"""Pages of the web UI: snapshot list, snapshot page, archived files, health check.
+
+Everything but ``/health/`` needs a logged-in staff user. Archived files are served with
+``Content-Security-Policy: sandbox allow-scripts`` (no ``allow-same-origin``): an
+archived page's scripts run in an opaque origin, so they cannot read the admin's cookies
+or storage, send credentialed requests to it, submit forms, open windows or navigate
+the top page.
+"""
+
+from __future__ import annotations
+
+import logging
+import mimetypes
+import uuid
+
+from django.conf import settings
+from django.contrib.admin.views.decorators import staff_member_required
+from django.core.paginator import Paginator
+from django.db import DatabaseError
+from django.db.models import Count, Q
+from django.http import FileResponse, Http404, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
+from django.views.decorators.clickjacking import xframe_options_sameorigin
+from django.views.decorators.http import require_GET
+
+from archivebox.core.models import Snapshot
+from archivebox.web import files
+from archivebox.web.health import liveness
+
+logger = logging.getLogger(__name__)
+
+ARCHIVE_CSP = "sandbox allow-scripts"
+PAGE_SIZE = 50
+SNIFF_BYTES = 4096
+PREVIEW_NAMES = ("index.html", "output.html", "singlefile.html")
+
+login_required = staff_member_required(login_url="admin:login")
+
+
+@require_GET
+@never_cache
+def health(request):
+    """Orchestrator lease and worker heartbeats as JSON; 200 when the orchestrator and both pools are alive."""
+    try:
+        report = liveness(timezone.now())
+    except DatabaseError as err:
+        logger.warning("health check cannot read the database: %s", err)
+        return JsonResponse({"healthy": False, "error": f"database: {err}"}, status=503)
+    return JsonResponse(report, status=200 if report["healthy"] else 503)
+
+
+@login_required
+def snapshot_list(request):
+    snapshots = Snapshot.objects.select_related("crawl").prefetch_related("tags").annotate(
+        results_total=Count("results"), results_failed=Count("results", filter=Q(results__status="failed")))
+    query = request.GET.get("q", "").strip()
+    status = request.GET.get("status", "").strip()
+    if query:
+        snapshots = snapshots.filter(Q(url__icontains=query) | Q(title__icontains=query))
+    if status:
+        snapshots = snapshots.filter(status=status)
+    page = Paginator(snapshots.order_by("-created_at"), PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "web/snapshot_list.html", {
+        "page": page, "query": query, "status": status, "statuses": [name for name, _ in Snapshot.graph.choices()],
+    })
+
+
+def _preview(entries: list[files.Entry]) -> str | None:
+    by_path = {entry.path: entry for entry in entries if not entry.is_link}
+    for name in PREVIEW_NAMES:
+        for path in sorted(by_path, key=lambda p: (p.count("/"), p)):
+            if path.rsplit("/", 1)[-1] == name and path != "index.html":
+                return path
+    return next((p for p in sorted(by_path) if p.endswith((".html", ".htm")) and p != "index.html"), None)
+
+
+@login_required
+def snapshot_detail(request, snapshot_id: uuid.UUID):
+    snapshot = get_object_or_404(Snapshot.objects.select_related("crawl").prefetch_related("tags"), pk=snapshot_id)
+    entries, truncated = files.list_outputs(snapshot.output_dir)
+    return render(request, "web/snapshot_detail.html", {
+        "snapshot": snapshot,
+        "results": snapshot.results.order_by("step", "hook_name"),
+        "entries": entries,
+        "truncated": truncated,
+        "total_size": sum(entry.size for entry in entries),
+        "preview": _preview(entries),
+    })
+
+
+def content_type_of(path) -> str:
+    """The type to serve a file as: by its name; unknown names are text if they look like text."""
+    content_type, encoding = mimetypes.guess_type(path.name)
+    if encoding:
+        return "application/octet-stream"  # e.g. page.html.gz: a download, not a page
+    if content_type:
+        return content_type
+    with open(path, "rb") as stream:
+        head = stream.read(SNIFF_BYTES)
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError:
+        return "application/octet-stream"
+    return "application/octet-stream" if b"\x00" in head else "text/plain; charset=utf-8"
+
+
+@login_required
+@xframe_options_sameorigin
+def archived_file(request, snapshot_id: uuid.UUID, path: str = ""):
+    """One file of a snapshot's output folder, as a sandboxed document."""
+    if not path or path.endswith("/"):
+        return redirect(reverse("web:snapshot", args=[snapshot_id]))
+    if not Snapshot.objects.filter(pk=snapshot_id).exists():
+        raise Http404("no such snapshot")
+    try:
+        target = files.archived_file(settings.ARCHIVE_DIR, str(snapshot_id), path)
+    except files.Refused as err:
+        logger.info("refused archive path %r of snapshot %s: %s", path, snapshot_id, err)
+        raise Http404("no such file") from None
+    response = FileResponse(open(target, "rb"), content_type=content_type_of(target))
+    response["Content-Security-Policy"] = ARCHIVE_CSP
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Referrer-Policy"] = "no-referrer"
+    response["Cross-Origin-Resource-Policy"] = "same-origin"
+    return response
