@@ -89,7 +89,10 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "bx_django_utils",
+    "huey_monitor",
     "archivebox.core",
+    "archivebox.web",
 ]
 
 MIDDLEWARE = [
@@ -119,6 +122,17 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": database_from_url(os.environ.get("DATABASE_URL", "").strip(), DATA_DIR)}
+# The task monitor writes a row per Huey signal: on SQLite it gets a file of its own, so
+# its writes never wait on the app's write lock (archivebox.web.dbrouter routes it there).
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["monitor"] = {**DATABASES["default"], "NAME": str(DATA_DIR / "monitor.sqlite3"), "OPTIONS": dict(SQLITE_OPTIONS)}
+DATABASE_ROUTERS = ["archivebox.web.dbrouter.MonitorRouter"]
+TASK_MONITOR = parse_bool("TASK_MONITOR", os.environ.get("TASK_MONITOR", CONFIG_FILE_VALUES.get("TASK_MONITOR", "true")))
+# huey.contrib.djhuey (imported by django-huey-monitor) builds a Huey from this setting. Our
+# queues are archivebox.tasks.queue.huey and archivebox.sideeffects.queue.huey; djhuey's own
+# instance is an in-memory one that nothing consumes, pinned to immediate=False so that
+# DEBUG never turns immediate mode on and no Redis connection is ever made for it.
+HUEY = {"huey_class": "huey.MemoryHuey", "name": "djhuey-unused", "immediate": False, "results": False}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 USE_TZ = True
 TIME_ZONE = "UTC"

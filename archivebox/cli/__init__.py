@@ -15,7 +15,7 @@ import sys
 from archivebox import __version__, boot
 from archivebox.config import ConfigError
 
-COMMANDS = ["init", "add", "status", "list", "update", "worker"]
+COMMANDS = ["init", "add", "status", "list", "update", "worker", "server", "purge", "manage"]
 
 
 class CommandError(Exception):

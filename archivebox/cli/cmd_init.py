@@ -37,7 +37,9 @@ def run(args) -> int:
     if not key_file.exists():
         key_file.touch(mode=0o600)
         key_file.write_text(settings.SECRET_KEY)
-    call_command("migrate", verbosity=0, interactive=False)
+    # Every database: the app's, and the task monitor's own file when the app DB is SQLite.
+    for alias in settings.DATABASES:
+        call_command("migrate", database=alias, verbosity=0, interactive=False)
     if not args.quiet:
         print(f"Initialized ArchiveBox collection in {settings.DATA_DIR}")
     return 0
