@@ -12,8 +12,12 @@ import logging
 import os
 import sys
 
+from django.db import DatabaseError
+
 from archivebox import __version__, boot
-from archivebox.config import ConfigError
+from archivebox.config import ConfigError, resolve_data_dir
+
+logger = logging.getLogger(__name__)
 
 COMMANDS = ["init", "add", "status", "list", "update", "worker", "server", "purge", "manage"]
 
@@ -39,6 +43,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    command = next((arg for arg in argv if not arg.startswith("-")), None)
+    data_dir = resolve_data_dir()
+    # Checked before anything is imported: importing the queues creates their folder.
+    if command not in (None, "init") and command in COMMANDS and not data_dir.is_dir():
+        print(f"archivebox {command}: error: data folder {data_dir} does not exist (create it and run `archivebox init` there)",
+              file=sys.stderr)
+        return 1
     # Settings read the environment and the data dir's config file: a bad value there is
     # reported as one line before any command runs.
     try:
@@ -57,8 +69,23 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"archivebox {args.command}: interrupted", file=sys.stderr)
         code = 130
+    except DatabaseError as err:
+        logger.debug("database error", exc_info=True)
+        print(f"archivebox {args.command}: error: database: {_first_line(err)} "
+              f"(if the collection is older than this version, run `archivebox init`)", file=sys.stderr)
+        code = 1
+    except Exception as err:
+        # A bug, not bad input: still one line for the user, the traceback at DEBUG level.
+        logger.debug("unexpected error", exc_info=True)
+        print(f"archivebox {args.command}: error: unexpected {type(err).__name__}: {_first_line(err)} "
+              f"(set LOG_LEVEL=DEBUG for the traceback)", file=sys.stderr)
+        code = 1
     sys.stdout.flush()
     return code
+
+
+def _first_line(err: BaseException) -> str:
+    return (str(err).strip().splitlines() or [type(err).__name__])[0]
 
 
 def entry() -> None:

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from archivebox.cli import CommandError
-from archivebox.cli.common import read_lines, setup_django
+from archivebox.cli.common import at_least, read_lines, setup_django
 from archivebox.cli.progress import Progress, crawl_counts, pools_alive
 from archivebox.config import ConfigError
 from archivebox.core.models import Crawl
@@ -75,6 +75,7 @@ def parse_config(pairs: list[str]) -> dict[str, str]:
 def run(args) -> int:
     if args.depth < 0 or args.depth > 9:
         raise CommandError(f"--depth must be between 0 and 9, got {args.depth}", code=2)
+    at_least(args.workers, 1, "--workers")
     setup_django()
     urls, errors = split_valid(gather(args))
     for error in errors:

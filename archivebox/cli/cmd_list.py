@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from archivebox.cli.common import setup_django
+from archivebox.cli import CommandError
+from archivebox.cli.common import at_least, parse_uuid, setup_django
 from archivebox.core.models import Snapshot
 
 CHUNK = 500
@@ -36,12 +37,16 @@ def snapshot_json(snapshot: Snapshot) -> dict:
 
 
 def run(args) -> int:
+    at_least(args.limit, 0, "--limit")
+    crawl_id = parse_uuid(args.crawl, "--crawl") if args.crawl else None
+    if args.status and args.status not in Snapshot.graph.states:
+        raise CommandError(f"--status must be one of {', '.join(Snapshot.graph.states)}, got {args.status!r}", code=2)
     setup_django()
     snapshots = Snapshot.objects.order_by("-created_at").prefetch_related("results", "tags")
     if args.status:
         snapshots = snapshots.filter(status=args.status)
     if args.crawl:
-        snapshots = snapshots.filter(crawl_id=args.crawl)
+        snapshots = snapshots.filter(crawl_id=crawl_id)
     if args.limit:
         snapshots = snapshots[: args.limit]
     for snapshot in snapshots.iterator(chunk_size=CHUNK):

@@ -1,4 +1,8 @@
-"""Show the state of the collection: counts per state, the oldest due row, live workers."""
+"""Show the state of the collection: counts per state, the oldest due row, live workers.
+
+Liveness comes from the database (orchestrator lease, worker heartbeats), so this works
+for workers on any machine. Exit code 0 either way; `--json` for scripts.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from django.utils import timezone
 from archivebox.cli.common import setup_django
 from archivebox.cli.progress import by_status
 from archivebox.core.models import ArchiveResult, Crawl, Lease, Process, Snapshot
-from archivebox.tasks import leases
+from archivebox.web.health import POOLS, liveness
 
 MODELS = [Crawl, Snapshot, ArchiveResult, Process]
 
@@ -24,45 +28,54 @@ def gather() -> dict:
     report: dict = {"data_dir": str(settings.DATA_DIR), "models": {}, "oldest_due": None}
     oldest = []
     for model in MODELS:
-        report["models"][model.__name__] = by_status(model.objects.all())
-        row = model.objects.filter(retry_at__lte=now).order_by("retry_at").values_list("pk", "retry_at", "status").first()
+        counts = by_status(model.objects.all())
+        report["models"][model.__name__] = {status: counts.get(status, 0) for status in model.graph.states if counts.get(status)}
+        due = model.objects.filter(retry_at__lte=now)
+        if model is Process:
+            due = due.exclude(kind=Process.Kind.WORKER, status="running")  # a live worker's retry_at is its heartbeat
+        row = due.order_by("retry_at").values_list("pk", "retry_at", "status").first()
         if row:
             oldest.append((row[1], model.__name__, row[0], row[2]))
     if oldest:
         when, name, pk, status = min(oldest)
         report["oldest_due"] = {"model": name, "id": str(pk), "status": status, "overdue_seconds": round((now - when).total_seconds(), 3)}
-    holder = leases.holder_of(leases.ORCHESTRATOR, now)
-    report["orchestrator"] = {
-        "alive": holder is not None,
-        "holder": holder.holder if holder else None,
-        "expires_in": round((holder.expires_at - now).total_seconds(), 1) if holder else None,
-    }
-    workers = Process.objects.filter(kind=Process.Kind.WORKER, status="running").select_related("machine")
-    report["workers"] = [
-        {"label": w.label, "pid": w.pid, "machine": str(w.machine), "alive": w.retry_at is not None and w.retry_at > now,
-         "heartbeat_age": round((now - w.modified_at).total_seconds(), 1)}
-        for w in workers
-    ]
+    report.update(liveness(now))
+    # Every running worker row in one list too (what scripts of earlier versions read).
+    report["workers"] = [{**w, "pool": pool, "alive": True} for pool, ws in report["pools"].items() for w in ws] + \
+                        [{**w, "alive": False} for w in report["stale_workers"]]
     report["busy_slots"] = Lease.objects.filter(key__startswith="slot:", expires_at__gte=now).count()
     return report
+
+
+def _row(label: str, text: str) -> str:
+    return f"{label + ':':18} {text}"
+
+
+def format_report(report: dict) -> str:
+    lines = [_row("Collection", report["data_dir"])]
+    for name, counts in report["models"].items():
+        lines.append(_row(f"  {name}", ", ".join(f"{count} {status}" for status, count in counts.items()) or "none"))
+    due = report["oldest_due"]
+    lines.append(_row("Oldest due row", f"{due['model']} {due['id']} ({due['status']}), due {due['overdue_seconds']}s ago"
+                      if due else "none (nothing is waiting)"))
+    orch = report["orchestrator"]
+    lines.append(_row("Orchestrator", f"alive, held by {orch['holder']}, lease expires in {orch['expires_in']}s"
+                      if orch["alive"] else "not running"))
+    for pool in POOLS:
+        workers = report["pools"].get(pool, [])
+        lines.append(_row(f"Pool {pool}", f"{len(workers)} alive" if workers else "not running"))
+        lines += [f"  - pid {w['pid']} on {w['machine']}: {w['label']}, heartbeat {w['heartbeat_age']}s ago" for w in workers]
+    if report["stale_workers"]:
+        lines.append(_row("Stale workers", f"{len(report['stale_workers'])} (heartbeat expired; the loop closes their rows)"))
+    lines.append(_row("Busy slots", str(report["busy_slots"])))
+    if not report["healthy"]:
+        lines.append("Not all of orchestrator, ticks pool and side-effects pool are alive: run `archivebox worker` or "
+                     "`archivebox server`, or `huey_consumer archivebox.tasks.huey` and `huey_consumer archivebox.sideeffects.huey`.")
+    return "\n".join(lines)
 
 
 def run(args) -> int:
     setup_django()
     report = gather()
-    if args.json:
-        print(json.dumps(report, indent=2))
-        return 0
-    print(f"Collection: {report['data_dir']}")
-    for name, counts in report["models"].items():
-        detail = ", ".join(f"{status} {count}" for status, count in sorted(counts.items())) or "none"
-        print(f"  {name + ':':15} {detail}")
-    due = report["oldest_due"]
-    print(f"Oldest due row: {due['model']} {due['id']} ({due['status']}), due {due['overdue_seconds']}s ago" if due else "Oldest due row: none (nothing is waiting)")
-    orch = report["orchestrator"]
-    print(f"Orchestrator:   {'alive, held by ' + orch['holder'] + ', lease expires in ' + str(orch['expires_in']) + 's' if orch['alive'] else 'not running'}")
-    alive = [w for w in report["workers"] if w["alive"]]
-    print(f"Worker pools:   {len(alive)} alive" + "".join(f"\n  - {w['label']} pid {w['pid']} on {w['machine']} (heartbeat {w['heartbeat_age']}s ago)" for w in alive))
-    if not alive:
-        print("  (run `archivebox worker`, or `huey_consumer archivebox.tasks.huey` and `huey_consumer archivebox.sideeffects.huey`)")
+    print(json.dumps(report, indent=2) if args.json else format_report(report))
     return 0

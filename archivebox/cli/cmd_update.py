@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import time
 
-from archivebox.cli.common import setup_django
+from archivebox.cli.common import parse_uuid, setup_django
 from archivebox.core.models import ArchiveResult, Snapshot
 from archivebox.cli.progress import pools_alive
 from archivebox.process.embedded import EmbeddedWorkers
@@ -22,10 +22,11 @@ def register(parser) -> None:
 
 
 def run(args) -> int:
+    crawl_id = parse_uuid(args.crawl, "--crawl") if args.crawl else None
     setup_django()
     results = ArchiveResult.objects.all()
     if args.crawl:
-        results = results.filter(crawl_id=args.crawl)
+        results = results.filter(crawl_id=crawl_id)
     reopened, snapshot_ids = retry_failed(results)
     print(f"Re-queued {reopened} failed result(s) in {len(snapshot_ids)} snapshot(s).")
     if args.bg or not snapshot_ids:

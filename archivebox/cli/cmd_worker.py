@@ -6,7 +6,7 @@ For separate pools (or many machines) run the stock consumer on each queue inste
 
 from __future__ import annotations
 
-from archivebox.cli.common import setup_django
+from archivebox.cli.common import at_least, setup_django
 from archivebox.process.embedded import EmbeddedWorkers
 
 
@@ -16,6 +16,8 @@ def register(parser) -> None:
 
 
 def run(args) -> int:
+    at_least(args.ticks, 1, "--ticks")
+    at_least(args.sideeffects, 1, "--sideeffects")
     setup_django()
     workers = EmbeddedWorkers(tick_workers=args.ticks, sideeffect_workers=args.sideeffects)
     workers.start()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 
 from django.conf import settings
@@ -14,16 +15,47 @@ from archivebox.cli import CommandError
 
 def setup_django(require_init: bool = True) -> None:
     """Refuse a folder that is not a collection yet (Django itself is set up by ``main``)."""
-    if require_init and not is_initialized():
-        raise CommandError(f"{settings.DATA_DIR} is not an ArchiveBox collection yet: run `archivebox init` there first")
+    if not require_init:
+        return
+    if not settings.DATA_DIR.is_dir():
+        raise CommandError(f"data folder {settings.DATA_DIR} does not exist: create it and run `archivebox init` there")
+    if not is_initialized():
+        raise CommandError(f"{settings.DATA_DIR} is not an ArchiveBox collection yet (no index in {database_name()}): "
+                           "run `archivebox init` there first")
 
 
 def is_initialized() -> bool:
+    """True if the app DB has our tables; a DB that cannot be reached is an error, not "no"."""
+    database = settings.DATABASES["default"]
+    if database["ENGINE"].endswith("sqlite3") and not Path(database["NAME"]).is_file():
+        return False  # don't let the check itself create an empty index file
     try:
         recorder = MigrationRecorder(connection)
         return recorder.has_table() and recorder.migration_qs.filter(app="core").exists()
-    except DatabaseError:
-        return False
+    except DatabaseError as err:
+        raise CommandError(f"cannot open the database: {first_line(err)}") from None
+
+
+def database_name() -> str:
+    database = settings.DATABASES["default"]
+    return database["NAME"] if database["ENGINE"].endswith("sqlite3") else f"database {database['NAME']!r}"
+
+
+def first_line(err: BaseException) -> str:
+    return (str(err).strip().splitlines() or [type(err).__name__])[0]
+
+
+def parse_uuid(value: str, option: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise CommandError(f"{option} expects an id (UUID), got {value!r}", code=2) from None
+
+
+def at_least(value: int, minimum: int, option: str) -> int:
+    if value < minimum:
+        raise CommandError(f"{option} must be at least {minimum}, got {value}", code=2)
+    return value
 
 
 def data_dir() -> Path:

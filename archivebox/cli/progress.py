@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import time
 from dataclasses import dataclass
 from typing import TextIO
@@ -12,6 +13,7 @@ from django.utils import timezone
 from archivebox.core.models import ArchiveResult, Crawl, Process, Snapshot
 
 BAR_WIDTH = 30
+SPINNER = "|/-\\"
 
 
 @dataclass(frozen=True)
@@ -47,40 +49,67 @@ def pools_alive() -> bool:
     return any(l.startswith("ticks") for l in labels) and any(l.startswith("sideeffects") for l in labels)
 
 
+def progress_text(counts: CrawlCounts, elapsed: float) -> str:
+    """``3/10 snapshots sealed (1 failed) | results 12 done, 2 failed, 4 running | 12.3s``."""
+    snapshots = counts.snapshots_by_status
+    results = counts.results_by_status
+    failed = f" ({snapshots['failed']} failed)" if snapshots.get("failed") else ""
+    running = results.get("started", 0)
+    waiting = results.get("queued", 0)
+    return (f"{snapshots.get('sealed', 0)}/{counts.snapshots_total} snapshots sealed{failed} | "
+            f"results {counts.results_done} done, {results.get('failed', 0)} failed, {running} running, {waiting} waiting | "
+            f"{elapsed:.1f}s")
+
+
 class Progress:
-    """A progress bar redrawn in place on a terminal; plain lines (when something changed) otherwise."""
+    """A live bar redrawn in place on a terminal; otherwise a plain line whenever the counts change.
+
+    Plain lines are rate-limited to one per ``plain_every`` seconds, and :meth:`finish`
+    always writes the final counts, so a log shows where the crawl ended.
+    """
 
     def __init__(self, crawl: Crawl, stream: TextIO, plain_every: float = 5.0):
         self.crawl = crawl
         self.stream = stream
         self.tty = stream.isatty()
         self.plain_every = plain_every
-        self._last_line = ""
+        self._last_counts: CrawlCounts | None = None
+        self._printed_counts: CrawlCounts | None = None
         self._last_plain = 0.0
         self._started = time.monotonic()
+        self._frame = 0
 
-    def line(self) -> tuple[str, float]:
-        counts = crawl_counts(self.crawl)
-        total = max(counts.snapshots_total, 1)
-        results = counts.results_by_status
-        failed = results.get("failed", 0)
-        return (f"snapshots {counts.snapshots_done}/{counts.snapshots_total}  "
-                f"results {counts.results_done} done, {failed} failed  "
-                f"{time.monotonic() - self._started:5.1f}s"), counts.snapshots_done / total
+    def bar(self, counts: CrawlCounts) -> str:
+        fraction = counts.snapshots_done / counts.snapshots_total if counts.snapshots_total else 0.0
+        filled = int(fraction * BAR_WIDTH)
+        return f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {fraction * 100:3.0f}%"
 
     def update(self) -> None:
-        text, fraction = self.line()
+        counts = crawl_counts(self.crawl)
+        elapsed = time.monotonic() - self._started
         if self.tty:
-            filled = int(fraction * BAR_WIDTH)
-            self.stream.write(f"\r[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {text}\033[K")
+            self._frame += 1
+            spinner = SPINNER[self._frame % len(SPINNER)]
+            width = shutil.get_terminal_size((100, 20)).columns
+            line = f"{spinner} {self.bar(counts)} {progress_text(counts, elapsed)}"
+            self.stream.write("\r" + line[: max(width - 1, 10)] + "\033[K")
             self.stream.flush()
-        elif text.split("  ")[:2] != self._last_line.split("  ")[:2] and time.monotonic() - self._last_plain >= self.plain_every:
-            self.stream.write(text + "\n")
-            self.stream.flush()
-            self._last_plain = time.monotonic()
-        self._last_line = text
+        elif counts != self._printed_counts and time.monotonic() - self._last_plain >= self.plain_every:
+            self._print_plain(counts, elapsed)
+        self._last_counts = counts
+
+    def _print_plain(self, counts: CrawlCounts, elapsed: float) -> None:
+        self.stream.write(progress_text(counts, elapsed) + "\n")
+        self.stream.flush()
+        self._printed_counts = counts
+        self._last_plain = time.monotonic()
 
     def finish(self) -> None:
-        if self.tty and self._last_line:
-            self.stream.write("\n")
-            self.stream.flush()
+        if self.tty:
+            if self._last_counts is not None:
+                self.stream.write("\n")
+                self.stream.flush()
+            return
+        counts = crawl_counts(self.crawl)
+        if counts != self._printed_counts:
+            self._print_plain(counts, time.monotonic() - self._started)
