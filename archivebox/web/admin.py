@@ -23,7 +23,9 @@ from django.utils.html import format_html
 
 from archivebox.core.models import ArchiveResult, Crawl, Lease, Machine, Process, Snapshot, Tag
 from archivebox.core.urlcheck import InvalidURL, check_url
-from archivebox.tasks import registry
+# actor_types registers the actor types that the actions kick by name: a web-only process
+# never imports the pools, so import it here.
+from archivebox.tasks import actor_types, registry  # noqa: F401
 from archivebox.tasks.dispatch import kick
 from archivebox.transitions import actions
 from archivebox.web.files import tail
