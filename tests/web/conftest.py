@@ -6,6 +6,7 @@ the server prints the port it got), polled with deadlines and stopped by PID.
 
 from __future__ import annotations
 
+import html.parser
 import http.client
 import http.cookiejar
 import json
@@ -147,7 +148,8 @@ class Client:
 
     def post(self, path: str, data: dict | list) -> Response:
         pairs = list(data.items()) if isinstance(data, dict) else list(data)
-        pairs.append(("csrfmiddlewaretoken", self.cookie("csrftoken")))
+        if not any(name == "csrfmiddlewaretoken" for name, _ in pairs):
+            pairs.append(("csrfmiddlewaretoken", self.cookie("csrftoken")))
         body = urllib.parse.urlencode(pairs).encode()
         return self._send(urllib.request.Request(self.base_url + path, data=body, method="POST",
                                                  headers={"Content-Type": "application/x-www-form-urlencoded"}))
@@ -170,3 +172,53 @@ class Client:
             return Response(response.status, {k.lower(): v for k, v in response.getheaders()}, response.read())
         finally:
             connection.close()
+
+
+class _FormParser(html.parser.HTMLParser):
+    """The fields a browser would submit from the first ``<form>`` matching ``form_id``."""
+
+    def __init__(self, form_id: str):
+        super().__init__(convert_charrefs=True)
+        self.form_id = form_id
+        self.inside = False
+        self.fields: list[tuple[str, str]] = []
+        self._select: str | None = None
+        self._textarea: str | None = None
+        self._text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "form" and attrs.get("id") == self.form_id:
+            self.inside = True
+        if not self.inside:
+            return
+        name = attrs.get("name")
+        if tag == "input" and name and attrs.get("type", "text") not in ("submit", "button", "image", "file"):
+            if attrs.get("type") in ("checkbox", "radio") and "checked" not in attrs:
+                return
+            self.fields.append((name, attrs.get("value", "on" if attrs.get("type") in ("checkbox", "radio") else "")))
+        elif tag == "select" and name:
+            self._select = name
+        elif tag == "option" and self._select and "selected" in attrs:
+            self.fields.append((self._select, attrs.get("value", "")))
+        elif tag == "textarea" and name:
+            self._textarea, self._text = name, []
+
+    def handle_data(self, data):
+        if self._textarea:
+            self._text.append(data)
+
+    def handle_endtag(self, tag):
+        if tag == "form" and self.inside:
+            self.inside = False
+        elif tag == "select":
+            self._select = None
+        elif tag == "textarea" and self._textarea:
+            self.fields.append((self._textarea, "".join(self._text).lstrip("\n")))
+            self._textarea = None
+
+
+def form_fields(page: str, form_id: str) -> list[tuple[str, str]]:
+    parser = _FormParser(form_id)
+    parser.feed(page)
+    return parser.fields
