@@ -105,10 +105,11 @@ class Progress:
         self._last_plain = time.monotonic()
 
     def finish(self) -> None:
+        """Show the final counts (the bar at its end on a terminal)."""
         if self.tty:
-            if self._last_counts is not None:
-                self.stream.write("\n")
-                self.stream.flush()
+            self.update()
+            self.stream.write("\n")
+            self.stream.flush()
             return
         counts = crawl_counts(self.crawl)
         if counts != self._printed_counts:
