@@ -21,6 +21,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
+from huey_monitor.admin import SignalInfoModelAdmin, TaskModelAdmin
+from huey_monitor.models import SignalInfoModel, TaskModel
+
 from archivebox.core.models import ArchiveResult, Crawl, Lease, Machine, Process, Snapshot, Tag
 from archivebox.core.urlcheck import InvalidURL, check_url
 # actor_types registers the actor types that the actions kick by name: a web-only process
@@ -50,6 +53,11 @@ def list_link(model, text: str, **filters) -> str:
     url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")
     query = "&".join(f"{key}={value}" for key, value in filters.items())
     return format_html('<a href="{}?{}">{}</a>', url, query, text)
+
+
+def short_name(obj) -> str:
+    """A crawl's label, or the random (last) part of its time-ordered id."""
+    return getattr(obj, "label", "") or f"{obj._meta.verbose_name} …{str(obj.pk)[-8:]}"
 
 
 def status_badge(status: str) -> str:
@@ -82,6 +90,9 @@ class StatefulAdmin(admin.ModelAdmin):
 
     @admin.display(description="status", ordering="status")
     def status_display(self, obj):
+        step = getattr(obj, "current_step", None)
+        if obj.status == "started" and step is not None:
+            return format_html("{} <span class='abx-muted'>step {}</span>", status_badge(obj.status), step)
         return status_badge(obj.status)
 
 
@@ -137,7 +148,7 @@ class CrawlAddForm(forms.ModelForm):
 
 @admin.register(Crawl)
 class CrawlAdmin(StatefulAdmin):
-    list_display = ("__str__", "status_display", "current_step", "max_depth", "snapshots_link", "created_at", "finished_at")
+    list_display = ("__str__", "status_display", "max_depth", "snapshots_link", "created_at", "finished_at")
     list_filter = ("status", "max_depth")
     search_fields = ("urls", "label", "tags_str", "id")
     actions = ["cancel", "retry_failed_results", "resnapshot"]
@@ -211,8 +222,8 @@ class ResultInline(admin.TabularInline):
 
 @admin.register(Snapshot)
 class SnapshotAdmin(StatefulAdmin):
-    list_display = ("url_display", "status_display", "current_step", "title", "crawl_link", "results_summary", "created_at")
-    list_filter = ("status", "depth", "tags", "crawl__status")
+    list_display = ("url_display", "status_display", "crawl_link", "results_summary", "created_at")
+    list_filter = ("status", "depth", "tags")
     search_fields = ("url", "title", "id")
     list_select_related = ("crawl",)
     filter_horizontal = ("tags",)
@@ -226,9 +237,10 @@ class SnapshotAdmin(StatefulAdmin):
     def has_add_permission(self, request, obj=None):
         return False  # snapshots come from crawls: add a crawl
 
-    @admin.display(description="URL", ordering="url")
+    @admin.display(description="URL and title", ordering="url")
     def url_display(self, obj):
-        return format_html('{} <a href="{}" title="snapshot page">↗</a>', obj.url, reverse("web:snapshot", args=[obj.pk]))
+        return format_html('{} <a href="{}" title="snapshot page">↗</a><div class="abx-muted">{}</div>', obj.url,
+                           reverse("web:snapshot", args=[obj.pk]), obj.title[:120])
 
     @admin.display(description="page")
     def page_link(self, obj):
@@ -236,7 +248,7 @@ class SnapshotAdmin(StatefulAdmin):
 
     @admin.display(description="crawl", ordering="crawl")
     def crawl_link(self, obj):
-        return change_link(obj.crawl)
+        return change_link(obj.crawl, short_name(obj.crawl))
 
     @admin.display(description="parent")
     def parent_link(self, obj):
@@ -387,3 +399,21 @@ class LeaseAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ("key", "actor", "holder", "row_id", "expires_at", "machine")
     list_filter = ("actor",)
     search_fields = ("key", "holder")
+
+
+# Task monitor: rows are written by the recorder only ---------------------------------
+
+class MonitorTaskAdmin(TaskModelAdmin):
+    def has_add_permission(self, request):
+        return False
+
+
+class MonitorSignalAdmin(SignalInfoModelAdmin):
+    def has_add_permission(self, request):
+        return False
+
+
+for _model, _admin in ((TaskModel, MonitorTaskAdmin), (SignalInfoModel, MonitorSignalAdmin)):
+    if admin.site.is_registered(_model):
+        admin.site.unregister(_model)
+    admin.site.register(_model, _admin)

@@ -1,0 +1,80 @@
+"""A real headless Chromium (Debian's ``chromium``, driven by Playwright) logs in and reads the pages.
+
+Screenshots are kept in ``$TMPDIR/archivebox-web-artifacts/`` for a person to look at.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from pathlib import Path
+
+from conftest import PASSWORD, Server, web_collection
+from playwright.sync_api import expect, sync_playwright
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARTIFACTS = Path(tempfile.gettempdir()) / "archivebox-web-artifacts"
+URL = "https://example.com/browser-test"
+
+
+def test_login_snapshot_list_and_snapshot_page_in_chromium(tmp_path):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    collection = web_collection(tmp_path / "data")
+    server = Server(collection)
+    try:
+        server.wait_healthy()
+        collection.cli("add", URL)
+        [snapshot] = collection.list_json()
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            try:
+                page = browser.new_page(viewport={"width": 1280, "height": 900})
+                page.set_default_timeout(20_000)
+
+                page.goto(server.url + "/")
+                expect(page).to_have_url(re.compile(r"/admin/login/\?next=/$"))
+                page.fill("#id_username", "admin")
+                page.fill("#id_password", PASSWORD)
+                page.click("input[type=submit]")
+                expect(page).to_have_url(server.url + "/")
+
+                rows = page.locator("#snapshots tbody tr")
+                expect(rows).to_have_count(1)
+                expect(rows.first).to_contain_text(URL)
+                expect(rows.first).to_contain_text("sealed")
+                expect(rows.first.locator(".tag")).to_have_text("titled")
+                page.screenshot(path=str(ARTIFACTS / "snapshot-list.png"), full_page=True)
+
+                page.click(f"#snapshots a:has-text('{URL}')")
+                expect(page).to_have_url(f"{server.url}/snapshot/{snapshot['id']}/")
+                expect(page.locator("#snapshot-url")).to_have_text(URL)
+                expect(page.locator("#snapshot-title")).to_have_text(f"Title of {URL}")
+                outputs = page.locator("#outputs")
+                for name in ("pagesaver/page.html", "pagesaver/notes.txt", "pagesaver/sub/data.json", "index.json"):
+                    expect(outputs).to_contain_text(name)
+                expect(page.locator("#results")).to_contain_text("on_Snapshot__30_pagesaver.py")
+
+                preview = page.frame_locator("iframe.preview")
+                expect(preview.locator("#saved")).to_have_text(f"Saved copy of {URL}")
+                expect(preview.locator("#cookie")).to_contain_text("cookie: blocked")
+                expect(preview.locator("#fetch")).not_to_have_text("fetch: pending")
+                expect(preview.locator("#fetch")).not_to_contain_text("logged-in")
+                page.screenshot(path=str(ARTIFACTS / "snapshot-page.png"), full_page=True)
+
+                # Opened on its own, the archived page is still sandboxed: an opaque origin, no cookies.
+                page.goto(f"{server.url}/archive/{snapshot['id']}/pagesaver/page.html")
+                expect(page.locator("#cookie")).to_contain_text("cookie: blocked")
+                expect(page.locator("#fetch")).not_to_have_text("fetch: pending")
+                expect(page.locator("#fetch")).not_to_contain_text("logged-in")
+                assert page.evaluate("window.origin") == "null"
+
+                page.goto(server.url + "/admin/core/snapshot/")
+                expect(page.locator("#result_list")).to_contain_text(URL)
+                expect(page.locator("#result_list")).to_contain_text("sealed")
+                page.screenshot(path=str(ARTIFACTS / "admin-snapshots.png"), full_page=True)
+            finally:
+                browser.close()
+    finally:
+        server.stop()
