@@ -20,6 +20,7 @@ import atexit
 import datetime as dt
 import logging
 import os
+import random
 import socket
 import threading
 import time
@@ -40,8 +41,6 @@ logger = logging.getLogger(__name__)
 
 SIGNAL_UNKNOWN = "unknown"
 ENDED = frozenset(ENDED_HUEY_SIGNALS) | {SIGNAL_UNKNOWN}
-# SQLite allows 999 variables per statement in old builds; stay well below.
-CHUNK = 400
 # A process whose start time is later than its signal (plus this much) is a reused PID.
 PID_START_TOLERANCE = 1.0
 
@@ -73,39 +72,65 @@ def _when(timestamp: float) -> dt.datetime:
     return dt.datetime.fromtimestamp(timestamp, tz=dt.timezone.utc)
 
 
+def _random_uuid_int() -> int:
+    """A version-4 UUID as an int; signal ids need uniqueness, not unpredictability."""
+    value = random.getrandbits(128)
+    value &= ~(0xC000 << 48)
+    value |= 0x8000 << 48
+    value &= ~(0xF000 << 64)
+    return value | (4 << 76)
+
+
 class _Sql:
-    """The few statements a batch needs, prepared for one connection's vendor."""
+    """The few statements a batch needs, with values prepared the way the connection's backend stores them.
+
+    Rows are built as plain tuples (no model instances): the writer handles thousands of
+    signals a second and must leave the CPU to the workers.
+    """
+
+    TASK_COLUMNS = ("task_id", "name", "create_dt", "update_dt", "state_id", "finished")
+    SIGNAL_COLUMNS = ("id", "hostname", "pid", "thread", "task_id", "signal_name", "exception_line", "exception", "create_dt")
 
     def __init__(self, using: str):
-        self.using = using
         self.conn = connections[using]
+        self.sqlite = self.conn.vendor == "sqlite"
+        q = self.conn.ops.quote_name
+        task_table, signal_table = q(TaskModel._meta.db_table), q(SignalInfoModel._meta.db_table)
+        self.task_defaults = self._defaults(TaskModel, self.TASK_COLUMNS)
+        self.signal_defaults = self._defaults(SignalInfoModel, self.SIGNAL_COLUMNS)
+        self.insert_signals = self._insert(signal_table, self.SIGNAL_COLUMNS, self.signal_defaults)
+        # One upsert per task. A task only ever moves forward in time: an older signal (a
+        # producer's "enqueued" written after the consumer's "complete") never replaces a
+        # newer state, a finished task stays finished, and the earliest signal dates it.
+        newer = f"{q('excluded')}.{q('update_dt')} >= {task_table}.{q('update_dt')} OR {task_table}.{q('update_dt')} IS NULL"
+        self.upsert_tasks = (
+            self._insert(task_table, self.TASK_COLUMNS, self.task_defaults)
+            + f" ON CONFLICT ({q('task_id')}) DO UPDATE SET"
+            f" {q('state_id')} = CASE WHEN {newer} THEN {q('excluded')}.{q('state_id')} ELSE {task_table}.{q('state_id')} END,"
+            f" {q('update_dt')} = CASE WHEN {newer} THEN {q('excluded')}.{q('update_dt')} ELSE {task_table}.{q('update_dt')} END,"
+            f" {q('finished')} = ({task_table}.{q('finished')} OR {q('excluded')}.{q('finished')}),"
+            f" {q('create_dt')} = CASE WHEN {q('excluded')}.{q('create_dt')} < {task_table}.{q('create_dt')}"
+            f" THEN {q('excluded')}.{q('create_dt')} ELSE {task_table}.{q('create_dt')} END"
+        )
+
+    def _defaults(self, model, dynamic: tuple[str, ...]) -> dict[str, object]:
+        """Every other column gets its field's default, prepared once."""
+        return {f.column: f.get_db_prep_save(f.get_default(), self.conn) for f in model._meta.concrete_fields if f.column not in dynamic}
+
+    def _insert(self, table: str, columns: tuple[str, ...], defaults: dict) -> str:
         quote = self.conn.ops.quote_name
-        self.task_fields = [f for f in TaskModel._meta.concrete_fields]
-        self.signal_fields = [f for f in SignalInfoModel._meta.concrete_fields]
-        self.task_pk = TaskModel._meta.pk
-        self.signal_pk = SignalInfoModel._meta.pk
-        self.dt_field = TaskModel._meta.get_field("update_dt")
-        task_table, signal_table = quote(TaskModel._meta.db_table), quote(SignalInfoModel._meta.db_table)
-        self.insert_tasks = self._insert(task_table, self.task_fields) + " ON CONFLICT DO NOTHING"
-        self.insert_signals = self._insert(signal_table, self.signal_fields)
-        # Only ever move a task forward in time: an older signal never replaces a newer state.
-        self.set_state = (f"UPDATE {task_table} SET {quote('state_id')} = %s, {quote('update_dt')} = %s "
-                          f"WHERE {quote('task_id')} = %s AND ({quote('state_id')} IS NULL OR {quote('update_dt')} IS NULL "
-                          f"OR {quote('update_dt')} <= %s)")
-        self.set_finished = f"UPDATE {task_table} SET {quote('finished')} = %s WHERE {quote('task_id')} = %s"
+        names = [*columns, *defaults]
+        return f"INSERT INTO {table} ({', '.join(quote(n) for n in names)}) VALUES ({', '.join(['%s'] * len(names))})"
 
-    def _insert(self, table: str, fields) -> str:
-        quote = self.conn.ops.quote_name
-        return f"INSERT INTO {table} ({', '.join(quote(f.column) for f in fields)}) VALUES ({', '.join(['%s'] * len(fields))})"
-
-    def row(self, obj, fields) -> list:
-        return [f.get_db_prep_save(getattr(obj, f.attname), self.conn) for f in fields]
-
-    def uuid(self, field, value) -> object:
-        return field.get_db_prep_value(uuid.UUID(str(value)), self.conn)
+    def uuid(self, value: str | int) -> object:
+        if isinstance(value, int):
+            return f"{value:032x}" if self.sqlite else uuid.UUID(int=value)
+        return value.replace("-", "") if self.sqlite else uuid.UUID(value)
 
     def when(self, timestamp: float) -> object:
-        return self.dt_field.get_db_prep_value(_when(timestamp), self.conn)
+        if self.sqlite:  # how Django's SQLite backend stores an aware datetime: naive UTC text
+            return dt.datetime.fromtimestamp(timestamp, tz=dt.timezone.utc).replace(tzinfo=None).isoformat(" ", "microseconds")
+        return _when(timestamp)
 
 
 def write_events(events: Sequence[Event], using: str, hostname: str) -> int:
@@ -113,32 +138,32 @@ def write_events(events: Sequence[Event], using: str, hostname: str) -> int:
     if not events:
         return 0
     sql = _Sql(using)
+    host = hostname[:128]
+    task_consts, signal_consts = tuple(sql.task_defaults.values()), tuple(sql.signal_defaults.values())
     firsts: dict[str, Event] = {}
-    lasts: dict[str, tuple[Event, uuid.UUID]] = {}
+    lasts: dict[str, tuple[Event, object]] = {}
     ended: set[str] = set()
+    task_keys: dict[str, object] = {}
     signals = []
     for event in events:
-        signal_id = uuid.uuid4()
-        firsts.setdefault(event.task_id, event)
-        last = lasts.get(event.task_id)
+        signal_id = sql.uuid(_random_uuid_int())
+        task_id = event.task_id
+        key = task_keys.get(task_id)
+        if key is None:
+            key = task_keys[task_id] = sql.uuid(task_id)
+            firsts[task_id] = event
+        last = lasts.get(task_id)
         if last is None or event.at >= last[0].at:
-            lasts[event.task_id] = (event, signal_id)
+            lasts[task_id] = (event, signal_id)
         if event.signal in ENDED:
-            ended.add(event.task_id)
-        signals.append(SignalInfoModel(id=signal_id, hostname=hostname[:128], pid=event.pid, thread=event.thread[:128],
-                                       task_id=uuid.UUID(event.task_id), signal_name=event.signal,
-                                       exception_line=event.exception_line, exception=event.exception, create_dt=_when(event.at)))
-    tasks = [TaskModel(task_id=uuid.UUID(task_id), name=first.name, create_dt=_when(first.at), update_dt=None)
-             for task_id, first in firsts.items()]
+            ended.add(task_id)
+        signals.append((signal_id, host, event.pid, event.thread[:128], key, event.signal, event.exception_line, event.exception,
+                        sql.when(event.at), *signal_consts))
+    tasks = [(task_keys[task_id], first.name, sql.when(first.at), sql.when(lasts[task_id][0].at), lasts[task_id][1],
+              task_id in ended, *task_consts) for task_id, first in firsts.items()]
     with transaction.atomic(using=using), sql.conn.cursor() as cursor:
-        cursor.executemany(sql.insert_tasks, [sql.row(t, sql.task_fields) for t in tasks])
-        cursor.executemany(sql.insert_signals, [sql.row(s, sql.signal_fields) for s in signals])
-        cursor.executemany(sql.set_state, [
-            (sql.uuid(sql.signal_pk, signal_id), sql.when(event.at), sql.uuid(sql.task_pk, task_id), sql.when(event.at))
-            for task_id, (event, signal_id) in lasts.items()
-        ])
-        if ended:
-            cursor.executemany(sql.set_finished, [(True, sql.uuid(sql.task_pk, task_id)) for task_id in ended])
+        cursor.executemany(sql.insert_signals, signals)
+        cursor.executemany(sql.upsert_tasks, tasks)
     return len(signals)
 
 

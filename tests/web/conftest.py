@@ -12,8 +12,11 @@ import http.cookiejar
 import json
 import os
 import re
+import shutil
 import signal
+import socket
 import subprocess
+import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -34,6 +37,34 @@ ANNOUNCE = re.compile(r"Serving (http://127\.0\.0\.1:\d+)/")
 
 # The in-process tests share the session's data dir: give it the monitor's tables too.
 call_command("migrate", database=monitor_db(), verbosity=0)
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """A throw-away Postgres cluster (Debian's ``postgresql`` package) on a free port; its URL."""
+    bins = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+    if not bins:
+        pytest.fail("PostgreSQL server binaries not found (Debian package postgresql; .ci/run installs it)")
+    bindir = bins[-1].parent
+    # Not under pytest's tmp dir: that one is private to root, and the server runs as postgres.
+    root = Path(tempfile.mkdtemp(prefix="abx-pg-"))
+    as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    if as_user:
+        shutil.chown(root, "postgres")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    subprocess.run([*as_user, str(bindir / "initdb"), "-D", str(root / "data"), "-A", "trust", "-U", "postgres"],
+                   check=True, capture_output=True, timeout=120)
+    subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(root / "data"), "-l", str(root / "log"), "-w", "-t", "60",
+                    "-o", f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off", "start"],
+                   check=True, capture_output=True, timeout=120)
+    try:
+        yield f"postgres://postgres@127.0.0.1:{port}"
+    finally:
+        subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(root / "data"), "-m", "immediate", "-w", "stop"],
+                       capture_output=True, timeout=60)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture
