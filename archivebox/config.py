@@ -8,6 +8,7 @@ at import time in a default argument.
 from __future__ import annotations
 
 import configparser
+import math
 import dataclasses
 import os
 from collections.abc import Mapping
@@ -65,6 +66,8 @@ def parse_number(key: str, raw: str, kind: type, minimum: float | None = None):
         value = kind(raw)
     except ValueError:
         raise ConfigError(f"{key}: expected a {kind.__name__}, got {raw!r}") from None
+    if not math.isfinite(value):
+        raise ConfigError(f"{key}: expected a finite number, got {raw!r}")
     if minimum is not None and value < minimum:
         raise ConfigError(f"{key}: must be >= {minimum}, got {raw!r}")
     return value
@@ -102,6 +105,9 @@ class EngineConfig:
     heartbeat_interval: float = 2.0
     heartbeat_ttl: float = 15.0
     sweep_interval: float = 15.0
+    # A side effect a tick asked for that has left no trace after this long is asked for
+    # again (its message may have been lost); the wait doubles each time.
+    sideeffect_lost_after: float = 5.0
     machine_id: str = ""
 
     @property
@@ -131,6 +137,7 @@ class EngineConfig:
             "HEARTBEAT_INTERVAL": ("heartbeat_interval", float, 0.1),
             "HEARTBEAT_TTL": ("heartbeat_ttl", float, 0.5),
             "SWEEP_INTERVAL": ("sweep_interval", float, 0.1),
+            "SIDEEFFECT_LOST_AFTER": ("sideeffect_lost_after", float, 0.1),
         }
         for key, (field, kind, minimum) in numbers.items():
             if values.get(key, "").strip():

@@ -108,3 +108,40 @@ class Collection:
 
     def log_text(self) -> str:
         return "\n".join(path.read_text(errors="replace") for path in self.logs if path.exists())
+
+
+def tick_overlaps(audit_file: Path, killed_at: dict[int, float]) -> list[str]:
+    """Rows ticked by two ticks at once, from an audit log of tick starts and ends.
+
+    A tick whose process was SIGKILLed has no end line; it is taken to end when its
+    process was killed (``killed_at[pid]``).
+    """
+    events = []
+    if not audit_file.exists():
+        return []
+    for line in audit_file.read_text().splitlines():
+        kind, actor, pk, ts, pid = line.split()[:5]
+        events.append((float(ts), 0 if kind == "end" else 1, actor, pk, int(pid)))
+    open_ticks: dict[tuple[str, str], list[int]] = {}
+    for ts, is_start, actor, pk, pid in events:
+        open_ticks.setdefault((actor, pk), [])
+    problems = []
+    timeline = sorted(events)
+    # Close the open intervals of killed processes at their kill time.
+    starts = {}
+    for ts, is_start, actor, pk, pid in timeline:
+        key = (actor, pk, pid)
+        starts[key] = starts.get(key, 0) + (1 if is_start else -1)
+    for (actor, pk, pid), balance in starts.items():
+        for _ in range(balance):
+            if pid in killed_at:
+                timeline.append((killed_at[pid], 0, actor, pk, pid))
+            else:
+                problems.append(f"{actor} {pk}: tick in live pid {pid} never ended")
+    running: dict[tuple[str, str], int] = {}
+    for ts, is_start, actor, pk, pid in sorted(timeline):
+        key = (actor, pk)
+        running[key] = running.get(key, 0) + (1 if is_start else -1)
+        if running[key] > 1:
+            problems.append(f"{actor} {pk}: two ticks at once at {ts:.6f}")
+    return problems

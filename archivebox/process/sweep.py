@@ -26,6 +26,11 @@ def owner_alive(row: Process) -> bool:
 def sweep_machine(machine: Machine, grace: float = 3.0, exclude_pid: int | None = None) -> int:
     """Close or kill what this machine's dead workers left behind. Returns rows closed."""
     closed = 0
+    for row in Process.objects.filter(machine=machine, status="queued", parent__isnull=False).select_related("parent"):
+        if not owner_alive(row) and runner.close_unlaunched(row, "never launched: its worker was gone"):
+            closed += 1
+            if row.archiveresult_id:
+                wake_rows(ArchiveResult, [row.archiveresult_id])
     for row in Process.objects.filter(machine=machine, status="running").select_related("parent"):
         if row.pid == exclude_pid:
             continue

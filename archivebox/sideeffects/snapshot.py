@@ -33,11 +33,12 @@ def snapshot_started(snapshot_id) -> None:
 
 @sideeffect
 def snapshot_finished(snapshot_id) -> None:
-    """Sealed or failed: final index, wake the crawl, let the next parked snapshot in."""
+    """Sealed or failed: final index, let the next parked snapshot in, wake the crawl if it was the last."""
     crawl_id = Snapshot.objects.filter(pk=snapshot_id).values_list("crawl_id", flat=True).first()
     if crawl_id is None:
         return
     index_effects.write_index.run(snapshot_id)
     wake_rows(ArchiveResult, list(ArchiveResult.objects.filter(snapshot_id=snapshot_id, retry_at__isnull=False).values_list("pk", flat=True)))
     activate(crawl_id, settings.ENGINE.snapshot_max_active)
-    wake_rows(Crawl, [crawl_id])
+    if not Snapshot.objects.filter(crawl_id=crawl_id, retry_at__isnull=False).exists():
+        wake_rows(Crawl, [crawl_id])

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Iterable
 
 from django.conf import settings
+from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
 from archivebox.core.models import ArchiveResult, Process
@@ -27,13 +28,18 @@ def parked(now: dt.datetime) -> dt.datetime:
 
 
 def wake_rows(model, pks: Iterable) -> int:
-    """Set ``retry_at`` to now on unfinished rows (never their status) and kick them."""
+    """Make unfinished rows due now (never touching their status) and kick them."""
     pks = list(pks)
     woken = 0
     for start in range(0, len(pks), CHUNK):
         chunk = pks[start:start + CHUNK]
         now = timezone.now()
-        woken += model.objects.filter(pk__in=chunk, retry_at__gt=now).update(retry_at=now)
+        # A row a tick has claimed keeps its claim and is marked woken; the tick's own write
+        # then makes it due at once (see archivebox.transitions.cas.release).
+        woken += model.objects.filter(pk__in=chunk, retry_at__gt=now).update(
+            retry_at=Case(When(claimed=True, then=F("retry_at")), default=Value(now)),
+            woken=Case(When(claimed=True, then=Value(True)), default=F("woken")),
+        )
         due = model.objects.filter(pk__in=chunk, retry_at__lte=now).values_list("pk", "retry_at")
         kick(registry.get(model.__name__), due, settings.ENGINE)
     return woken

@@ -20,6 +20,7 @@ import datetime as dt
 import logging
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from django.utils import timezone
 
@@ -30,21 +31,28 @@ from archivebox.tasks.ticks import HOLDER, limit_of, tick
 
 logger = logging.getLogger(__name__)
 
-def dispatch_due(actor: ActorType, config: EngineConfig, now: dt.datetime) -> int:
-    """Fill the actor's free slots with its earliest due rows. Returns how many were dispatched."""
+@dataclass(frozen=True)
+class Dispatched:
+    due: bool  # rows were due (dispatched or waiting for a slot)
+    dispatched: int
+
+
+def dispatch_due(actor: ActorType, config: EngineConfig, now: dt.datetime) -> Dispatched:
+    """Fill the actor's free slots with its earliest due rows."""
     limit = limit_of(actor, config)
     if limit <= 0:
-        return 0
+        return Dispatched(False, 0)
     state = leases.slot_state(actor.name, limit, now)
-    if not state.free:
-        return 0
     due = actor.due(now).exclude(pk__in=state.busy_rows).order_by("retry_at")
+    if not state.free:
+        return Dispatched(due.exists(), 0)
+    rows = list(due.values_list("pk", "retry_at")[: len(state.free)])
     dispatched = 0
-    for (pk, seen), key in zip(due.values_list("pk", "retry_at")[: len(state.free)], state.free):
+    for (pk, seen), key in zip(rows, state.free):
         if leases.take_slot(key, pk, HOLDER, now, config.slot_ttl):
             tick(actor.name, pk, seen, key)
             dispatched += 1
-    return dispatched
+    return Dispatched(bool(rows), dispatched)
 
 
 def kick(actor: ActorType, rows: Iterable[tuple[uuid.UUID, dt.datetime]], config: EngineConfig) -> int:

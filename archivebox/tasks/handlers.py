@@ -19,8 +19,9 @@ from archivebox.hooks.catalog import catalog
 from archivebox.sideeffects import crawl as crawl_effects
 from archivebox.sideeffects import hooks as hook_effects
 from archivebox.sideeffects import snapshot as snapshot_effects
+from archivebox.sideeffects import results as result_effects
 from archivebox.sideeffects.results import expected_hooks, owner_layers, results_of
-from archivebox.sideeffects.wake import parked
+from archivebox.sideeffects.wake import PARK, parked
 from archivebox.tasks.registry import Decision, Go, Wait
 from archivebox.transitions import archiveresult as ar_t
 from archivebox.transitions import crawl as crawl_t
@@ -32,14 +33,19 @@ FINAL_RESULT = tuple(ArchiveResultGraph.finals)
 # How often an unfinished crawl or snapshot looks at its children when nothing woke it.
 RECHECK = dt.timedelta(seconds=30)
 PUMP = dt.timedelta(seconds=5)
-# A side effect that has not shown up after this long is asked for again (its message may be lost).
-LOST_AFTER = dt.timedelta(seconds=15)
 # Margin beyond a hook's timeout for its waiter to stop it and record the outcome.
 HOOK_DEADLINE_GRACE = 30.0
 
 
 def seconds(value: float) -> dt.timedelta:
     return dt.timedelta(seconds=value)
+
+
+def lost_check(since: dt.datetime | None, now: dt.datetime, config: EngineConfig) -> dt.datetime:
+    """When to look again for a side effect requested at ``since``: SIDEEFFECT_LOST_AFTER at
+    first, then doubling, so re-asking never floods a long queue."""
+    waited = (now - since).total_seconds() if since else 0.0
+    return now + seconds(max(config.sideeffect_lost_after, waited))
 
 
 # Steps ---------------------------------------------------------------------------
@@ -61,6 +67,11 @@ def step_progress(results: QuerySet, current: int) -> tuple[str, int | None]:
     return "done", None
 
 
+def stalled_step(results: QuerySet, current: int, now: dt.datetime) -> bool:
+    """Queued results of a step already reached that are still parked: their wake-up was lost."""
+    return results.filter(status="queued", step__lte=current, retry_at__gt=now + PARK / 2).exists()
+
+
 def missing_results(crawl: Crawl, snapshot: Snapshot | None, results: QuerySet) -> bool:
     """True if some enabled hook has no result row yet (its creation is pending or was lost)."""
     expected = {hook.hook_name for hook in expected_hooks(crawl, snapshot)}
@@ -71,28 +82,31 @@ def missing_results(crawl: Crawl, snapshot: Snapshot | None, results: QuerySet) 
 
 def handle_crawl(crawl: Crawl, *, now: dt.datetime, config: EngineConfig) -> Decision:
     if crawl.status == "queued":
-        return Go(crawl_t.transition_crawl_queued_to_started)
+        return Go(crawl_t.transition_crawl_queued_to_started, {"check_at": now + seconds(config.sideeffect_lost_after)})
     if crawl.current_step < SNAPSHOTS_STEP:
-        return crawl_hooks_step(crawl, now)
+        return crawl_hooks_step(crawl, now, config)
     snapshots = Snapshot.objects.filter(crawl=crawl)
     if not snapshots.exists():
         if not crawl.seed_urls:
             return Go(crawl_t.transition_crawl_started_to_sealed)
-        return Wait(now + LOST_AFTER, "root snapshots not created yet", (partial(crawl_effects.create_root_snapshots, crawl.pk),))
+        return Wait(lost_check(crawl.modified_at, now, config), "root snapshots not created yet", (partial(crawl_effects.create_root_snapshots, crawl.pk),))
     if snapshots.filter(status__in=("queued", "started")).exists():
         return Wait(now + PUMP, "snapshots in progress", (partial(crawl_effects.activate_snapshots, crawl.pk),))
     return Go(crawl_t.transition_crawl_started_to_sealed)
 
 
-def crawl_hooks_step(crawl: Crawl, now: dt.datetime) -> Decision:
+def crawl_hooks_step(crawl: Crawl, now: dt.datetime, config: EngineConfig) -> Decision:
     results = results_of("Crawl", crawl.pk)
     if missing_results(crawl, None, results):
-        return Wait(now + LOST_AFTER, "crawl hook results not created yet", (partial(crawl_effects.crawl_started, crawl.pk),))
+        return Wait(lost_check(crawl.started_at, now, config), "crawl hook results not created yet", (partial(crawl_effects.crawl_started, crawl.pk),))
     state, step = step_progress(results, crawl.current_step)
     if state == "advance":
         return Go(crawl_t.transition_crawl_advance_step, {"step": step})
     if state == "done":
         return Go(crawl_t.transition_crawl_start_snapshots)
+    if stalled_step(results, crawl.current_step, now):
+        return Wait(lost_check(crawl.modified_at, now, config), "step not woken yet",
+                    (partial(result_effects.wake_step, "Crawl", crawl.pk, crawl.current_step),))
     return Wait(now + RECHECK, f"crawl hooks of step {crawl.current_step} running")
 
 
@@ -105,15 +119,18 @@ def handle_snapshot(snapshot: Snapshot, *, now: dt.datetime, config: EngineConfi
             return Go(snapshot_t.transition_snapshot_give_up, {"error": "its crawl failed or was cancelled before it started"})
         if Snapshot.objects.filter(status="started").count() >= config.snapshot_max_active:
             return Wait(parked(now), f"SNAPSHOT_MAX_ACTIVE={config.snapshot_max_active} snapshots in progress")
-        return Go(snapshot_t.transition_snapshot_queued_to_started)
+        return Go(snapshot_t.transition_snapshot_queued_to_started, {"check_at": now + seconds(config.sideeffect_lost_after)})
     results = snapshot.results.all()
     if missing_results(crawl, snapshot, results):
-        return Wait(now + LOST_AFTER, "hook results not created yet", (partial(snapshot_effects.snapshot_started, snapshot.pk),))
+        return Wait(lost_check(snapshot.started_at, now, config), "hook results not created yet", (partial(snapshot_effects.snapshot_started, snapshot.pk),))
     state, step = step_progress(results, snapshot.current_step)
     if state == "advance":
         return Go(snapshot_t.transition_snapshot_advance_step, {"step": step})
     if state == "done":
         return Go(snapshot_t.transition_snapshot_started_to_sealed)
+    if stalled_step(results, snapshot.current_step, now):
+        return Wait(lost_check(snapshot.modified_at, now, config), "step not woken yet",
+                    (partial(result_effects.wake_step, "Snapshot", snapshot.pk, snapshot.current_step),))
     return Wait(now + RECHECK, f"hooks of step {snapshot.current_step} running")
 
 
@@ -141,7 +158,7 @@ def start_or_wait(result: ArchiveResult, owner, now: dt.datetime, config: Engine
         timeout = hook_timeout(result)
     except ConfigError as err:
         return Go(ar_t.transition_archiveresult_give_up, {"error": f"config error: {err}"})
-    return Go(ar_t.transition_archiveresult_queued_to_started, {"deadline": now + seconds(timeout + HOOK_DEADLINE_GRACE)})
+    return Go(ar_t.transition_archiveresult_queued_to_started, {"check_at": now + seconds(min(config.sideeffect_lost_after, timeout))})
 
 
 def judge_attempt(result: ArchiveResult, owner, now: dt.datetime, config: EngineConfig) -> Decision:
@@ -172,8 +189,13 @@ def wait_for_attempt(result: ArchiveResult, process: Process | None, owner, now:
         return Go(ar_t.transition_archiveresult_started_to_failed, {"output_str": f"config error: {err}"})
     if now >= deadline:
         return retry_or_fail(result, "no exit was recorded by its deadline (its worker may have died)", None, now, config)
-    if process is None and now - result.started_at > LOST_AFTER:
-        return Wait(min(deadline, now + LOST_AFTER), "hook launch pending", (partial(hook_effects.run_hook, result.pk, result.attempts),))
+    if process is None:
+        # The launch was asked for at started_at; if no Process row shows up, ask again.
+        first_check = result.started_at + seconds(config.sideeffect_lost_after)
+        if now < first_check:
+            return Wait(min(deadline, first_check), "hook launch pending")
+        return Wait(min(deadline, lost_check(result.started_at, now, config)), "hook launch lost?",
+                    (partial(hook_effects.run_hook, result.pk, result.attempts),))
     if owner.is_final:
         return Wait(min(deadline, now + seconds(config.hook_kill_grace + 2)), "being stopped")
     return Wait(deadline, "hook running")

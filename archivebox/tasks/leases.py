@@ -12,6 +12,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 
 from archivebox.core.models import Lease
@@ -77,22 +78,35 @@ def slot_state(actor: str, limit: int, now: dt.datetime) -> SlotState:
     return SlotState(free=sorted(free, key=keys.index), busy_rows=busy)
 
 
+def _assign(slots, actor: str, row_id: uuid.UUID, holder: str, now: dt.datetime, ttl: float) -> bool:
+    """Point the matching slot at ``row_id``, unless another slot of the actor already holds it.
+
+    The unique index on (actor, row_id) makes the second of two racing dispatchers fail.
+    A slot left by a dead worker (expired) gives its row up here.
+    """
+    values = dict(row_id=row_id, holder=holder, acquired_at=now, expires_at=now + dt.timedelta(seconds=ttl))
+    for _ in range(2):
+        try:
+            with transaction.atomic():
+                return bool(slots.update(**values))
+        except IntegrityError:
+            if not Lease.objects.filter(actor=actor, row_id=row_id, expires_at__lt=now).update(row_id=None):
+                return False  # a live slot holds the row: it is dispatched already
+    return False
+
+
 def take_slot(key: str, row_id: uuid.UUID, holder: str, now: dt.datetime, ttl: float) -> bool:
     """Claim a free slot for dispatching ``row_id``."""
-    return bool(
-        Lease.objects.filter(Q(key=key) & _free(now)).update(
-            row_id=row_id, holder=holder, acquired_at=now, expires_at=now + dt.timedelta(seconds=ttl)
-        )
-    )
+    return _assign(Lease.objects.filter(Q(key=key) & _free(now)), actor_of(key), row_id, holder, now, ttl)
 
 
 def hand_over_slot(key: str, old_row: uuid.UUID, new_row: uuid.UUID, holder: str, now: dt.datetime, ttl: float) -> bool:
     """Pass a slot straight from a finished tick to the next due row, without freeing it."""
-    return bool(
-        Lease.objects.filter(key=key, row_id=old_row).update(
-            row_id=new_row, holder=holder, acquired_at=now, expires_at=now + dt.timedelta(seconds=ttl)
-        )
-    )
+    return _assign(Lease.objects.filter(key=key, row_id=old_row), actor_of(key), new_row, holder, now, ttl)
+
+
+def actor_of(key: str) -> str:
+    return key.split(":")[1]
 
 
 def release_slot(key: str, row_id: uuid.UUID) -> bool:

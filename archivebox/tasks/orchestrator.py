@@ -66,12 +66,12 @@ class Orchestrator:
             logger.info("orchestrator %s took the lease", self.token)
             notify("on_orchestrator_startup", orchestrator=self)
         notify("on_orchestrator_tick_started", orchestrator=self, actor_types=self.actor_types)
-        dispatched = sum(dispatch_due(actor, self.config, now) for actor in self.actor_types)
+        results = [dispatch_due(actor, self.config, now) for actor in self.actor_types]
         self.check_orphans(now)
-        if dispatched:
+        if any(r.dispatched for r in results):
             return BUSY_PAUSE
         next_due = self.next_due(now)
-        if next_due is None:
+        if next_due is None and not any(r.due for r in results):
             notify("on_orchestrator_idle", orchestrator=self, actor_types=self.actor_types)
         return self.sleep_until(next_due, now)
 

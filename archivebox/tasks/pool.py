@@ -8,9 +8,13 @@ from archivebox import boot
 
 boot.setup()
 
+import threading  # noqa: E402
+
+from archivebox.lifecycle import notify  # noqa: E402
 from archivebox.process.worker import listener_for  # noqa: E402
 from archivebox.tasks import actor_types, orchestrator, ticks  # noqa: E402,F401
 from archivebox.tasks.queue import huey  # noqa: E402
+from archivebox.tasks.registry import ACTOR_TYPES  # noqa: E402
 
 
 class OrchestratorListener:
@@ -27,6 +31,19 @@ class OrchestratorListener:
 
     def on_stop(self, graceful: bool) -> None:
         orchestrator.LOOP.stop()
+
+
+@huey.on_startup()
+def actor_startup() -> None:
+    """Each tick worker thread can run ticks of every actor type."""
+    for actor_type in ACTOR_TYPES.values():
+        notify("on_actor_startup", actor_type=actor_type, worker=threading.current_thread().name)
+
+
+@huey.on_shutdown()
+def actor_shutdown() -> None:
+    for actor_type in ACTOR_TYPES.values():
+        notify("on_actor_shutdown", actor_type=actor_type, worker=threading.current_thread().name)
 
 
 huey.consumer_hooks[:] = [listener_for("ticks"), OrchestratorListener]

@@ -27,6 +27,7 @@ from archivebox.lifecycle import notify
 from archivebox.tasks import leases, registry
 from archivebox.tasks.queue import huey
 from archivebox.tasks.registry import ActorType, Go, Wait
+from archivebox.transitions.cas import release
 
 logger = logging.getLogger(__name__)
 
@@ -55,12 +56,15 @@ def tick(actor_name: str, pk: uuid.UUID, seen: dt.datetime, slot: str) -> None:
 
 
 def run_tick(actor: ActorType, pk, seen: dt.datetime, slot: str | None, config: EngineConfig, now: dt.datetime | None = None) -> TickResult:
-    """Claim, decide, apply; then pass the slot on. Never raises for a failing handler."""
+    """Claim, decide, apply; then pass the slot on. Never raises for a failing handler.
+
+    ``now`` drives a tick at a given time (tests); by default it is the wall clock.
+    """
     try:
         return _tick(actor, pk, seen, config, now or timezone.now())
     finally:
         if slot is not None:
-            hand_over(actor, slot, pk, config)
+            hand_over(actor, slot, pk, config, now)
 
 
 def claim_row(model, pk, seen: dt.datetime, now: dt.datetime, max_tick_time: float) -> dt.datetime | None:
@@ -68,7 +72,7 @@ def claim_row(model, pk, seen: dt.datetime, now: dt.datetime, max_tick_time: flo
     claim = now + dt.timedelta(seconds=max_tick_time)
     if claim == seen:
         claim += dt.timedelta(microseconds=1)
-    won = model.objects.filter(pk=pk, retry_at=seen).update(retry_at=claim)
+    won = model.objects.filter(pk=pk, retry_at=seen).update(retry_at=claim, claimed=True, woken=False)
     return claim if won else None
 
 
@@ -100,10 +104,11 @@ def apply(decision, obj, claim: dt.datetime, now: dt.datetime) -> TickResult:
         won = decision.transition(obj, claim=claim, now=now, **decision.kwargs)
         return TickResult("transition" if won else "transition-lost", str(decision))
     if isinstance(decision, Wait):
-        updates = {"retry_at": decision.until}
+        updates = release(now, decision.until)
         if obj.tick_errors:
             updates.update(tick_errors=0, last_error="")
-        type(obj).objects.filter(pk=obj.pk, retry_at=claim).update(**updates)
+        if not type(obj).objects.filter(pk=obj.pk, retry_at=claim).update(**updates):
+            return TickResult("wait-lost", decision.reason)
         for request in decision.requests:
             request()
         return TickResult("wait", decision.reason)
@@ -121,16 +126,16 @@ def fail(actor: ActorType, obj, claim: dt.datetime, err: Exception, now: dt.date
     errors = obj.tick_errors + 1
     message = f"{type(err).__name__}: {err}".splitlines()[0][:500]
     if errors >= config.max_tick_errors:
-        actor.give_up(obj, claim=claim, now=now, error=f"gave up after {errors} failed ticks: {message}")
-        return TickResult("gave-up", message)
+        won = actor.give_up(obj, claim=claim, now=now, error=f"gave up after {errors} failed ticks: {message}")
+        return TickResult("gave-up" if won else "transition-lost", message)
     retry_at = now + dt.timedelta(seconds=backoff(errors, config))
-    type(obj).objects.filter(pk=obj.pk, retry_at=claim).update(tick_errors=errors, last_error=message, retry_at=retry_at)
+    type(obj).objects.filter(pk=obj.pk, retry_at=claim).update(tick_errors=errors, last_error=message, **release(now, retry_at))
     return TickResult("error", message)
 
 
-def hand_over(actor: ActorType, slot: str, finished, config: EngineConfig) -> bool:
+def hand_over(actor: ActorType, slot: str, finished, config: EngineConfig, now: dt.datetime | None = None) -> bool:
     """Give the slot of a finished tick to the next due row, or free it if none is due."""
-    now = timezone.now()
+    now = now or timezone.now()
     limit = limit_of(actor, config)
     state = leases.slot_state(actor.name, limit, now)
     if slot in state.free or slot not in {leases.slot_key(actor.name, i) for i in range(limit)}:

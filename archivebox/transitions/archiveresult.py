@@ -15,9 +15,10 @@ from archivebox.sideeffects import results as result_effects
 from archivebox.transitions.cas import move
 
 
-def transition_archiveresult_queued_to_started(result: ArchiveResult, *, now: dt.datetime, deadline: dt.datetime, claim=None) -> bool:
+def transition_archiveresult_queued_to_started(result: ArchiveResult, *, now: dt.datetime, check_at: dt.datetime, claim=None) -> bool:
+    """Launch the next attempt; look again at ``check_at`` in case the launch request is lost."""
     attempt = result.attempts + 1
-    return move(result, "queued", "started", now=now, claim=claim, retry_at=deadline,
+    return move(result, "queued", "started", now=now, claim=claim, retry_at=check_at,
                 fields={"attempts": attempt, "started_at": now, "finished_at": None},
                 then=[partial(hook_effects.run_hook, result.pk, attempt)])
 

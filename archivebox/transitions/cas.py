@@ -15,15 +15,23 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Case, Value, When
 
 from archivebox.lifecycle import notify
 
 logger = logging.getLogger("archivebox.transitions")
 
 
+def release(now: dt.datetime, retry_at: dt.datetime | None) -> dict[str, Any]:
+    """The columns a tick's final write sets: the next ``retry_at`` (now, if a wake came in
+    while the tick held its claim), and the claim released."""
+    next_at = None if retry_at is None else Case(When(woken=True, then=Value(now)), default=Value(retry_at))
+    return {"retry_at": next_at, "claimed": False, "woken": False}
+
+
 def move(
     obj,
-    source: str,
+    source: str | Iterable[str],
     target: str,
     *,
     now: dt.datetime,
@@ -35,24 +43,31 @@ def move(
 ) -> bool:
     """Move ``obj`` from ``source`` to ``target`` if, and only if, it is still as we saw it.
 
-    ``claim`` is the tick's ownership token (the ``retry_at`` its claim wrote); ``expect``
-    adds further columns the row must still hold (e.g. ``current_step`` for a self-edge).
+    ``source`` is one status, or several for a family of edges (give up from any
+    unfinished state). ``claim`` is the tick's ownership token (the ``retry_at`` its claim
+    wrote); ``expect`` adds conditions the row must still meet (e.g. on ``current_step``
+    for a self-edge). A transition that wins also resets the row's tick error count.
     """
     model = type(obj)
-    edge = model.graph.edge(source, target)
-    if edge.target_final and retry_at is not None:
+    if source == target and model.graph.is_final(target):
+        return False  # a repeat of a transition this object already made: nothing to do
+    sources = [source] if isinstance(source, str) else list(source)
+    edges = [model.graph.edge(s, target) for s in sources]
+    edge = edges[0] if len(edges) == 1 else f"{'|'.join(sources)} -> {target}"
+    if model.graph.is_final(target) and retry_at is not None:
         raise ValueError(f"{model.__name__} {edge}: a final state takes no retry_at")
-    if not edge.target_final and retry_at is None:
+    if not model.graph.is_final(target) and retry_at is None:
         raise ValueError(f"{model.__name__} {edge}: a non-final state needs a retry_at")
-    rows = model.objects.filter(pk=obj.pk, status=source, **(expect or {}))
+    rows = model.objects.filter(pk=obj.pk, status__in=sources, **(expect or {}))
     if claim is not None:
         rows = rows.filter(retry_at=claim)
-    values = {**(fields or {}), "status": target, "retry_at": retry_at, "modified_at": now}
+    values = {"tick_errors": 0, **(fields or {}), "status": target, "modified_at": now, **release(now, retry_at)}
     notify("on_transition_start", obj=obj, edge=edge)
     started = time.perf_counter()
     won = rows.update(**values) == 1
     elapsed_ms = (time.perf_counter() - started) * 1000
     if won:
+        values["retry_at"] = retry_at
         for name, value in values.items():
             setattr(obj, name, value)
         logger.info("%s %s: %s (%.1f ms)", model.__name__.lower(), obj.pk, edge, elapsed_ms)

@@ -11,15 +11,16 @@ from archivebox.sideeffects import results as result_effects
 from archivebox.transitions.cas import move
 
 
-def transition_crawl_queued_to_started(crawl: Crawl, *, now: dt.datetime, claim=None, recheck_in: float = 10.0) -> bool:
-    return move(crawl, "queued", "started", now=now, claim=claim, retry_at=now + dt.timedelta(seconds=recheck_in),
+def transition_crawl_queued_to_started(crawl: Crawl, *, now: dt.datetime, check_at: dt.datetime | None = None, claim=None) -> bool:
+    """Start; look again at ``check_at`` (default: 10 s) in case the start side effect is lost."""
+    return move(crawl, "queued", "started", now=now, claim=claim, retry_at=check_at or now + dt.timedelta(seconds=10),
                 fields={"started_at": now, "current_step": 0},
                 then=[partial(crawl_effects.crawl_started, crawl.pk)])
 
 
 def transition_crawl_advance_step(crawl: Crawl, *, now: dt.datetime, step: int, claim=None) -> bool:
     """started -> started: the crawl's hooks of every step below ``step`` are done."""
-    return move(crawl, "started", "started", now=now, claim=claim, retry_at=now, expect={"current_step": crawl.current_step},
+    return move(crawl, "started", "started", now=now, claim=claim, retry_at=now, expect={"current_step": crawl.current_step, "current_step__lt": step},
                 fields={"current_step": step},
                 then=[partial(result_effects.wake_step, "Crawl", crawl.pk, step)])
 
@@ -27,7 +28,7 @@ def transition_crawl_advance_step(crawl: Crawl, *, now: dt.datetime, step: int, 
 def transition_crawl_start_snapshots(crawl: Crawl, *, now: dt.datetime, claim=None) -> bool:
     """started -> started: crawl hooks are done; the seed URLs become snapshots."""
     return move(crawl, "started", "started", now=now, claim=claim, retry_at=now + dt.timedelta(seconds=10),
-                expect={"current_step": crawl.current_step}, fields={"current_step": SNAPSHOTS_STEP},
+                expect={"current_step": crawl.current_step, "current_step__lt": SNAPSHOTS_STEP}, fields={"current_step": SNAPSHOTS_STEP},
                 then=[partial(crawl_effects.create_root_snapshots, crawl.pk)])
 
 

@@ -129,7 +129,7 @@ def _validate(cls: type, states: dict[str, State]) -> None:
     if give_up is None or not give_up.final:
         raise GraphError(f"{name}: give_up_state must name a final state")
     for state in states.values():
-        foreign = [t for t in state.targets if states.get(t.name) is not t]
+        foreign = [t for t in (*state.targets, *state.reopens) if states.get(t.name) is not t]
         if foreign:
             raise GraphError(f"{name}: {state.name} transitions to states of another graph: {foreign}")
         if state.final and state.targets:

@@ -11,8 +11,9 @@ from archivebox.sideeffects import snapshot as snapshot_effects
 from archivebox.transitions.cas import move
 
 
-def transition_snapshot_queued_to_started(snapshot: Snapshot, *, now: dt.datetime, claim=None, recheck_in: float = 10.0) -> bool:
-    return move(snapshot, "queued", "started", now=now, claim=claim, retry_at=now + dt.timedelta(seconds=recheck_in),
+def transition_snapshot_queued_to_started(snapshot: Snapshot, *, now: dt.datetime, check_at: dt.datetime | None = None, claim=None) -> bool:
+    """Start; look again at ``check_at`` (default: 10 s) in case the start side effect is lost."""
+    return move(snapshot, "queued", "started", now=now, claim=claim, retry_at=check_at or now + dt.timedelta(seconds=10),
                 fields={"started_at": now, "current_step": 0},
                 then=[partial(snapshot_effects.snapshot_started, snapshot.pk)])
 
@@ -20,7 +21,7 @@ def transition_snapshot_queued_to_started(snapshot: Snapshot, *, now: dt.datetim
 def transition_snapshot_advance_step(snapshot: Snapshot, *, now: dt.datetime, step: int, claim=None) -> bool:
     """started -> started: every foreground hook of the steps below ``step`` is final."""
     return move(snapshot, "started", "started", now=now, claim=claim, retry_at=now,
-                expect={"current_step": snapshot.current_step}, fields={"current_step": step},
+                expect={"current_step": snapshot.current_step, "current_step__lt": step}, fields={"current_step": step},
                 then=[partial(result_effects.wake_step, "Snapshot", snapshot.pk, step)])
 
 
@@ -37,5 +38,5 @@ def transition_snapshot_give_up(snapshot: Snapshot, *, now: dt.datetime, error: 
 
 def transition_snapshot_reopen(snapshot: Snapshot, *, now: dt.datetime) -> bool:
     """sealed | failed -> queued, by a user's retry: walk the steps again; final results stay final."""
-    return move(snapshot, snapshot.status, "queued", now=now, retry_at=now,
+    return move(snapshot, sorted(snapshot.graph.finals), "queued", now=now, retry_at=now,
                 fields={"finished_at": None, "current_step": 0, "tick_errors": 0, "last_error": ""})

@@ -76,7 +76,6 @@ PLUGIN = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: hookspecs on_actor_startup/on_actor_shutdown (lifecycle/hookspecs.py) are never fired anywhere in archivebox/")
 def test_a_tick_consumer_fires_actor_startup_and_shutdown(tmp_path):
     (tmp_path / "plugin").mkdir()
     (tmp_path / "plugin" / "abx_hook_recorder.py").write_text(PLUGIN)
@@ -106,8 +105,6 @@ class IdleRecorder:
         self.idle += 1
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: tasks/orchestrator.py run_single_cycle fires on_orchestrator_idle ('found nothing due') "
-                                       "whenever no row is due in the future, even while due rows wait for a busy slot")
 def test_no_idle_hook_while_due_rows_wait_for_a_slot(make_actor):
     actor = make_actor(lambda crawl, *, now, config: Go(transition_crawl_queued_to_started))
     now = timezone.now()
@@ -128,9 +125,6 @@ def test_no_idle_hook_while_due_rows_wait_for_a_slot(make_actor):
 
 # Transitions -------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="BUG: transitions/snapshot.py transition_snapshot_give_up (and every give_up/reopen) passes the "
-                                       "in-memory obj.status as the source; after a win move() updated it, so a repeat asks for "
-                                       "failed -> failed and raises IllegalTransition instead of returning False")
 def test_a_repeated_give_up_is_a_no_op():
     now = timezone.now()
     crawl = Crawl.objects.create(urls="https://example.com", retry_at=now)
@@ -142,8 +136,6 @@ def test_a_repeated_give_up_is_a_no_op():
     assert enqueued() == []
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: transitions/snapshot.py transition_snapshot_reopen takes its source from obj.status; "
-                                       "a repeated reopen asks for queued -> queued and raises IllegalTransition instead of returning False")
 def test_a_repeated_reopen_is_a_no_op():
     now = timezone.now()
     crawl = Crawl.objects.create(urls="https://example.com", retry_at=now)
@@ -154,9 +146,6 @@ def test_a_repeated_reopen_is_a_no_op():
     assert Snapshot.objects.get(pk=snapshot.pk).retry_at == now
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: transitions/snapshot.py transition_snapshot_advance_step guards with "
-                                       "expect={'current_step': obj.current_step}, read after move() set it to the new step, "
-                                       "so advancing the same instance twice wins twice and enqueues wake_step twice")
 def test_advancing_the_same_step_twice_is_a_no_op():
     now = timezone.now()
     crawl = Crawl.objects.create(urls="https://example.com", retry_at=now)
@@ -171,8 +160,6 @@ def test_advancing_the_same_step_twice_is_a_no_op():
 
 # Graphs ------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="BUG: transitions/graph.py _validate checks targets but not reopens for states of another "
-                                       "graph, so reopens_to(OtherGraph.state) declares an edge into a status the model does not have")
 def test_reopening_into_a_state_of_another_graph_is_an_error():
     class Other(StateGraph):
         elsewhere = State(initial=True)
@@ -191,8 +178,6 @@ def test_reopening_into_a_state_of_another_graph_is_an_error():
 
 # Ticks -------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="BUG: tasks/ticks.py apply() clears tick_errors after a Wait but not after a transition, so "
-                                       "errors accumulate over a row's whole life and MAX_TICK_ERRORS non-consecutive errors give it up")
 def test_a_successful_transition_clears_earlier_tick_errors(make_actor):
     failing = {"on": True}
 
@@ -218,8 +203,6 @@ def test_a_successful_transition_clears_earlier_tick_errors(make_actor):
     assert Crawl.objects.values_list("status", "tick_errors").get(pk=crawl.pk) == ("started", 1)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (minor, determinism): tasks/ticks.py run_tick takes now= but hand_over() reads "
-                                       "timezone.now(), so a tick driven at a given time hands its slot over by another clock")
 def test_the_hand_over_uses_the_ticks_own_time(make_actor):
     actor = make_actor(lambda crawl, *, now, config: Go(transition_crawl_started_to_sealed))
     config = engine_config(actor)
@@ -238,8 +221,6 @@ def test_the_hand_over_uses_the_ticks_own_time(make_actor):
 
 # Config ------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="BUG: config.py parse_number accepts 'nan' and 'inf' for float keys (nan < minimum is False); "
-                                       "MAX_TICK_TIME=nan later breaks every tick with a ValueError from timedelta instead of a ConfigError")
 @pytest.mark.parametrize("raw", ["nan", "inf"])
 def test_non_finite_numbers_are_config_errors(tmp_path, raw):
     with pytest.raises(ConfigError, match="MAX_TICK_TIME"):

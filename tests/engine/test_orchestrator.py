@@ -32,7 +32,7 @@ def at(seconds: float) -> dt.datetime:
 def quick(crawl, *, now, config):
     """queued -> started (due again at once) -> sealed."""
     if crawl.status == "queued":
-        return Go(transition_crawl_queued_to_started, {"recheck_in": 0})
+        return Go(transition_crawl_queued_to_started, {"check_at": now})
     return Go(transition_crawl_started_to_sealed)
 
 

@@ -73,6 +73,10 @@ class StatefulModel(ObservedModel):
     graph: ClassVar[type[StateGraph]]
 
     retry_at = models.DateTimeField(null=True, blank=True, default=timezone.now)
+    # True while a tick holds its claim; a wake that arrives then sets ``woken`` instead of
+    # moving retry_at (which would break the claim), and the tick's own write honours it.
+    claimed = models.BooleanField(default=False)
+    woken = models.BooleanField(default=False)
     tick_errors = models.PositiveSmallIntegerField(default=0)
     last_error = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)

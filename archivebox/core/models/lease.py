@@ -7,6 +7,7 @@ when ``expires_at`` passes.
 """
 
 from django.db import models
+from django.db.models import Q
 
 
 class Lease(models.Model):
@@ -19,6 +20,10 @@ class Lease(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        # At most one slot per row: two dispatchers racing for the same row cannot both win.
+        constraints = [
+            models.UniqueConstraint(fields=["actor", "row_id"], condition=Q(row_id__isnull=False), name="lease_one_slot_per_row"),
+        ]
         indexes = [models.Index(fields=["actor", "expires_at"], name="lease_actor_expiry")]
 
     def __str__(self) -> str:
