@@ -14,11 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from django.utils import timezone
-
 from archivebox.broker import shutting_down
-from archivebox.core.models import Process
-from archivebox.process import runner
 from archivebox.sideeffects import pool as sideeffects_pool
 from archivebox.tasks import pool as ticks_pool
 
@@ -52,7 +48,6 @@ class EmbeddedWorkers:
         self.stop_requested.set()
         if self._signals > 1:
             logger.warning("second signal: stopping at once")
-            self.kill_own_hooks()
             raise KeyboardInterrupt
 
     def tend(self) -> None:
@@ -85,11 +80,3 @@ class EmbeddedWorkers:
             consumer.huey.wake_consumers()
         for consumer in self.consumers:
             consumer.stop(graceful=graceful)
-
-    def kill_own_hooks(self) -> None:
-        """SIGKILL every hook this process launched and close its row (used on a second signal)."""
-        worker_ids = [l.row.pk for c in self.consumers for l in c.listeners if getattr(l, "row", None) is not None]
-        for row in Process.objects.filter(parent_id__in=worker_ids, status="running"):
-            runner.kill_orphan(row.pid, row.pid_started, row.pwd, grace=0.5)
-            runner.finish(row, None, "killed: worker stopped at once")
-        logger.info("killed this worker's hooks at %s", timezone.now())

@@ -13,9 +13,10 @@ import time
 from django.conf import settings
 from django.db import close_old_connections
 
-from archivebox.core.models import Machine
-from archivebox.process import registry
+from archivebox.core.models import ArchiveResult, Machine, Process
+from archivebox.process import registry, runner
 from archivebox.process.sweep import sweep_machine
+from archivebox.sideeffects.wake import wake_rows
 
 logger = logging.getLogger(__name__)
 
@@ -55,9 +56,17 @@ class WorkerListener:
             close_old_connections()
 
     def on_stop(self, graceful: bool) -> None:
-        if self.row is not None:
-            registry.close_worker(self.row, "stopped" if graceful else "stopped at once")
-        logger.info("%s pool stopped (%s)", self.pool, "graceful" if graceful else "immediate")
+        """Close this worker's row; hooks still running now (a second signal cut the graceful
+        stop short) are killed, so none outlives its worker."""
+        if self.row is None:
+            return
+        for hook in Process.objects.filter(parent=self.row, status="running"):
+            logger.warning("%s pool: killing %s (pid %s) on the way out", self.pool, hook.label, hook.pid)
+            runner.kill_orphan(hook.pid, hook.pid_started, hook.pwd, grace=0.2)
+            if runner.finish(hook, None, "killed: its worker stopped at once") and hook.archiveresult_id:
+                wake_rows(ArchiveResult, [hook.archiveresult_id])
+        registry.close_worker(self.row, "stopped")
+        logger.info("%s pool stopped", self.pool)
 
     def _sweep(self) -> None:
         closed = sweep_machine(self.machine, self.config.hook_kill_grace, exclude_pid=os.getpid())
