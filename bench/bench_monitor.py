@@ -38,7 +38,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve()
 
 
-def child(mode: str, workload: str, tasks: int, workers: int) -> dict:
+def child(mode: str, workload: str, tasks: int, workers: int, flush_interval: float | None = None) -> dict:
     """One measurement, in this (fresh) process. DATA_DIR and TASK_MONITOR are set by the parent."""
     import datetime as dt  # noqa: PLC0415 (the parent process never sets up Django)
 
@@ -60,6 +60,8 @@ def child(mode: str, workload: str, tasks: int, workers: int) -> dict:
     from archivebox.web import monitor  # noqa: PLC0415
 
     huey = pool.huey
+    if flush_interval:
+        monitor.RECORDER.flush_interval = flush_interval
     if mode == "stock":
         from huey_monitor.tasks import store_signals  # noqa: PLC0415
 
@@ -114,16 +116,18 @@ def child(mode: str, workload: str, tasks: int, workers: int) -> dict:
         assert moved == tasks, f"{moved} of {tasks} ticks wrote their Wait"
     return {"mode": mode, "workload": workload, "tasks": tasks, "seconds": round(elapsed, 3),
             "per_second": round(tasks / elapsed, 1), "monitor_signals": signals, "final_flush_seconds": round(lag, 3),
-            "dropped": monitor.RECORDER.dropped}
+            "dropped": monitor.RECORDER.dropped, "writer_cpu_seconds": round(monitor.RECORDER.writer_cpu, 3),
+            "process_cpu_seconds": round(time.process_time(), 3)}
 
 
-def measure(mode: str, workload: str, tasks: int, workers: int) -> dict:
+def measure(mode: str, workload: str, tasks: int, workers: int, flush_interval: float | None = None) -> dict:
     with tempfile.TemporaryDirectory(prefix="abx-bench-") as data_dir:
         env = {**os.environ, "DATA_DIR": data_dir, "TASK_MONITOR": "true" if mode == "on" else "false", "LOG_LEVEL": "ERROR",
                "PLUGINS": "noop"}
         env.pop("DJANGO_SETTINGS_MODULE", None)
         out = subprocess.run([sys.executable, str(HERE), "--child", mode, "--workload", workload, "--tasks", str(tasks),
-                              "--workers", str(workers)], env=env, cwd=data_dir, capture_output=True, text=True, timeout=900)
+                              "--workers", str(workers), *(["--flush-interval", str(flush_interval)] if flush_interval else [])],
+                             env=env, cwd=data_dir, capture_output=True, text=True, timeout=900)
         if out.returncode != 0:
             raise SystemExit(f"{mode}/{workload} run failed:\n{out.stderr[-3000:]}")
         return json.loads(out.stdout.strip().splitlines()[-1])
@@ -136,10 +140,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workload", choices=["noop", "tick", "both"], default="both")
     parser.add_argument("--stock", action="store_true", help="also measure django-huey-monitor's own synchronous handler")
+    parser.add_argument("--flush-interval", type=float, help="the recorder's flush interval in seconds (default: its own)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.workload, args.tasks, args.workers)))
+        print(json.dumps(child(args.child, args.workload, args.tasks, args.workers, args.flush_interval)))
         return
     workloads = ["noop", "tick"] if args.workload == "both" else [args.workload]
     modes = ["off", "on"] + (["stock"] if args.stock else [])
@@ -150,10 +155,12 @@ def main() -> None:
         for round_no in range(args.rounds):
             order = modes if round_no % 2 == 0 else list(reversed(modes))
             for mode in order:
-                result = measure(mode, workload, args.tasks, args.workers)
+                result = measure(mode, workload, args.tasks, args.workers, args.flush_interval)
                 runs[mode].append(result)
                 print(f"  {workload:5} {mode:5} round {round_no + 1}: {result['per_second']:8.1f} tasks/s "
-                      f"({result['monitor_signals']} monitor signals, final flush {result['final_flush_seconds']} s)", flush=True)
+                      f"in {result['seconds']:.2f} s ({result['monitor_signals']} monitor signals, writer CPU "
+                      f"{result['writer_cpu_seconds']:.2f} s, process CPU {result['process_cpu_seconds']:.1f} s, "
+                      f"final flush {result['final_flush_seconds']} s)", flush=True)
         medians = {mode: statistics.median(r["per_second"] for r in results) for mode, results in runs.items()}
         print(f"{workload}: monitor off {medians['off']:.1f} tasks/s, on {medians['on']:.1f} tasks/s, "
               f"ratio on/off {medians['on'] / medians['off']:.2f}"

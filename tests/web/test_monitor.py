@@ -91,6 +91,8 @@ def test_djhuey_stays_in_memory_and_never_immediate_even_with_debug(tmp_path):
         "print(type(djhuey.HUEY).__name__, djhuey.HUEY.immediate, ticks.immediate, effects.immediate)\n"
         "print(sum(len(v) for v in ticks._signal.receivers.values()), sum(len(v) for v in effects._signal.receivers.values()))\n"
         "print(store_signals in ticks._signal.receivers['any'] or store_signals in effects._signal.receivers['any'])\n"
+        "from huey_monitor.tasks import startup_handler\n"
+        "print(startup_handler in [*ticks._startup.values(), *effects._startup.values()], startup_handler in djhuey.HUEY._startup.values())\n"
         "from django.conf import settings; print(sorted(settings.DATABASES))\n"
     )
     env = {**os.environ, "DATA_DIR": str(tmp_path), "DEBUG": "true"}
@@ -99,7 +101,8 @@ def test_djhuey_stays_in_memory_and_never_immediate_even_with_debug(tmp_path):
     assert out[0] == "MemoryHuey False False False"
     assert out[1] == "1 1", "each queue has exactly one recorder, even after a second install()"
     assert out[2] == "False", "django-huey-monitor's own handler must not listen to our queues"
-    assert out[3] == "['default', 'monitor']"
+    assert out[3] == "False True", "the stock startup handler (marks every executing task unknown) must not run on our queues"
+    assert out[4] == "['default', 'monitor']"
 
 
 def test_with_postgres_the_monitor_shares_the_app_database(tmp_path):
