@@ -9,8 +9,9 @@ from __future__ import annotations
 import signal
 
 import pytest
-from conftest import Client, Server, web_collection
 from helpers import wait_until
+
+from .webtools import Client, Server, web_collection
 
 
 @pytest.fixture(scope="module")

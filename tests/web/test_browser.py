@@ -9,8 +9,9 @@ import re
 import tempfile
 from pathlib import Path
 
-from conftest import PASSWORD, Server, web_collection
 from playwright.sync_api import expect, sync_playwright
+
+from .webtools import PASSWORD, Server, web_collection
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -11,8 +11,9 @@ import subprocess
 import time
 
 import pytest
-from conftest import web_collection
 from helpers import VENV_BIN, Collection
+
+from .webtools import web_collection
 
 
 @pytest.fixture(scope="module")

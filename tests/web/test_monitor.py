@@ -15,12 +15,13 @@ import time
 import uuid
 
 import pytest
-from conftest import web_collection
 from helpers import VENV_BIN, wait_until
 from huey_monitor.models import SignalInfoModel, TaskModel
 
 from archivebox.web import monitor
 from archivebox.web.dbrouter import monitor_db
+
+from .webtools import web_collection
 
 pytestmark = pytest.mark.usefixtures("empty_monitor")
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import subprocess
 import uuid
 
-from conftest import PASSWORD, Client, Server, web_collection
 from helpers import VENV_BIN
+
+from .webtools import PASSWORD, Client, Server, web_collection
 
 
 def psql(url: str, sql: str) -> str:

@@ -6,9 +6,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import web_collection
 
 from archivebox.web.purge import parse_duration
+
+from .webtools import web_collection
 
 
 def test_durations():

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import Client, Server, form_fields, web_collection
 from helpers import Collection, wait_until
+
+from .webtools import Client, Server, form_fields, web_collection
 
 URLS = ["https://example.com/one", "https://example.com/two"]
 CANARY = "CANARY-SECRET-7d1f"

@@ -1,0 +1,1 @@
+"""Tests of the web side: admin, task monitor, server, CLI experience, browser."""
