@@ -396,7 +396,9 @@ class TagAdmin(admin.ModelAdmin):
 
 @admin.register(Lease)
 class LeaseAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ("key", "actor", "holder", "row_id", "expires_at", "machine")
+    """Leases are the engine's internals: show whatever columns the model has."""
+
+    list_display = tuple(f.name for f in Lease._meta.concrete_fields)
     list_filter = ("actor",)
     search_fields = ("key", "holder")
 

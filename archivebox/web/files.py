@@ -54,6 +54,19 @@ def archived_file(archive_dir: Path, snapshot_id: str, relative: str) -> Path:
     return target
 
 
+def open_regular(path: Path):
+    """Open a checked path for reading; refuse it if it turned into a symlink or non-file since the check."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as err:
+        raise Refused(f"cannot open: {err.strerror}") from None
+    stream = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        stream.close()
+        raise Refused("not a regular file")
+    return stream
+
+
 @dataclass(frozen=True)
 class Entry:
     path: str

@@ -1,9 +1,24 @@
 """URLs of the web UI (mounted at the site root by :mod:`archivebox.urls`)."""
 
 from django.contrib.staticfiles.views import serve as serve_static
-from django.urls import path, re_path
+from django.urls import path, re_path, register_converter
 
 from archivebox.web import views
+
+
+class ArchiveTokenConverter:
+    """``<expiry day>-<signature>`` of a signed archive link (see :mod:`archivebox.web.links`)."""
+
+    regex = r"[0-9]{1,9}-[0-9a-f]{32}"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(ArchiveTokenConverter, "archivetoken")
 
 app_name = "web"
 
@@ -12,6 +27,7 @@ urlpatterns = [
     path("health/", views.health, name="health"),
     path("snapshot/<uuid:snapshot_id>/", views.snapshot_detail, name="snapshot"),
     path("archive/<uuid:snapshot_id>/", views.archived_file, name="archive-root"),
+    path("archive/<uuid:snapshot_id>/<archivetoken:token>/<path:path>", views.archived_file_signed, name="archive-signed"),
     path("archive/<uuid:snapshot_id>/<path:path>", views.archived_file, name="archive"),
     # The admin's CSS and JS, found in the installed apps (no collectstatic step); the
     # finders only ever look inside the apps' own static folders.

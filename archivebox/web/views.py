@@ -1,6 +1,7 @@
 """Pages of the web UI: snapshot list, snapshot page, archived files, health check.
 
-Everything but ``/health/`` needs a logged-in staff user. Archived files are served with
+Everything but ``/health/`` needs a logged-in staff user; archived files are reached through
+signed links handed to logged-in users (see :mod:`links`). They are served with
 ``Content-Security-Policy: sandbox allow-scripts`` (no ``allow-same-origin``): an
 archived page's scripts run in an opaque origin, so they cannot read the admin's cookies
 or storage, send credentialed requests to it, submit forms, open windows or navigate
@@ -15,6 +16,7 @@ import uuid
 
 from django.conf import settings
 from django.contrib.admin.views.decorators import staff_member_required
+from django.contrib.auth.views import redirect_to_login
 from django.core.paginator import Paginator
 from django.db import DatabaseError
 from django.db.models import Count, Q
@@ -27,7 +29,7 @@ from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET
 
 from archivebox.core.models import Snapshot
-from archivebox.web import files
+from archivebox.web import files, links
 from archivebox.web.health import liveness
 
 logger = logging.getLogger(__name__)
@@ -83,6 +85,7 @@ def snapshot_detail(request, snapshot_id: uuid.UUID):
     entries, truncated = files.list_outputs(snapshot.output_dir)
     return render(request, "web/snapshot_detail.html", {
         "snapshot": snapshot,
+        "token": links.token_for(snapshot.pk),
         "results": snapshot.results.order_by("step", "hook_name"),
         "entries": entries,
         "truncated": truncated,
@@ -108,21 +111,40 @@ def content_type_of(path) -> str:
 
 
 @login_required
-@xframe_options_sameorigin
 def archived_file(request, snapshot_id: uuid.UUID, path: str = ""):
-    """One file of a snapshot's output folder, as a sandboxed document."""
+    """An archived file by its plain URL: for a logged-in user, a redirect to its signed URL."""
     if not path or path.endswith("/"):
         return redirect(reverse("web:snapshot", args=[snapshot_id]))
+    try:
+        files.archived_file(settings.ARCHIVE_DIR, str(snapshot_id), path)
+    except files.Refused as err:
+        logger.info("refused archive path %r of snapshot %s: %s", path, snapshot_id, err)
+        raise Http404("no such file") from None
+    return redirect(signed_url(snapshot_id, path))
+
+
+def signed_url(snapshot_id, path: str) -> str:
+    return reverse("web:archive-signed", args=[snapshot_id, links.token_for(snapshot_id), path])
+
+
+@xframe_options_sameorigin
+def archived_file_signed(request, snapshot_id: uuid.UUID, token: str, path: str = ""):
+    """One file of a snapshot's output folder, by a signed link (see :mod:`links`), as a sandboxed document."""
+    if not links.token_is_valid(snapshot_id, token):
+        if request.user.is_active and request.user.is_staff:
+            return redirect(signed_url(snapshot_id, path))
+        return redirect_to_login(reverse("web:archive", args=[snapshot_id, path]), login_url=reverse("admin:login"))
     if not Snapshot.objects.filter(pk=snapshot_id).exists():
         raise Http404("no such snapshot")
     try:
         target = files.archived_file(settings.ARCHIVE_DIR, str(snapshot_id), path)
+        stream = files.open_regular(target)
     except files.Refused as err:
         logger.info("refused archive path %r of snapshot %s: %s", path, snapshot_id, err)
         raise Http404("no such file") from None
-    response = FileResponse(open(target, "rb"), content_type=content_type_of(target))
+    response = FileResponse(stream, content_type=content_type_of(target))
     response["Content-Security-Policy"] = ARCHIVE_CSP
     response["X-Content-Type-Options"] = "nosniff"
     response["Referrer-Policy"] = "no-referrer"
-    response["Cross-Origin-Resource-Policy"] = "same-origin"
+    response["Cache-Control"] = "private, max-age=3600"
     return response

@@ -62,6 +62,7 @@ def test_login_snapshot_list_and_snapshot_page_in_chromium(tmp_path):
                 expect(preview.locator("#cookie")).to_contain_text("cookie: blocked")
                 expect(preview.locator("#fetch")).not_to_have_text("fetch: pending")
                 expect(preview.locator("#fetch")).not_to_contain_text("logged-in")
+                expect(preview.locator("#pic")).to_have_js_property("naturalWidth", 4)  # the page's own files load
                 page.screenshot(path=str(ARTIFACTS / "snapshot-page.png"), full_page=True)
 
                 # Opened on its own, the archived page is still sandboxed: an opaque origin, no cookies.
@@ -70,6 +71,7 @@ def test_login_snapshot_list_and_snapshot_page_in_chromium(tmp_path):
                 expect(page.locator("#fetch")).not_to_have_text("fetch: pending")
                 expect(page.locator("#fetch")).not_to_contain_text("logged-in")
                 assert page.evaluate("window.origin") == "null"
+                expect(page.locator("#pic")).to_have_js_property("naturalWidth", 4)
 
                 page.goto(server.url + "/admin/core/snapshot/")
                 expect(page.locator("#result_list")).to_contain_text(URL)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from .webtools import Client, Server, form_fields, web_collection
 
 URLS = ["https://example.com/one", "https://example.com/two"]
 CANARY = "CANARY-SECRET-7d1f"
+TOKEN = r"\d+-[0-9a-f]{32}"
 
 
 @dataclass
@@ -84,23 +86,60 @@ def test_snapshot_page_lists_every_output_with_its_size(site):
     assert {"pagesaver/page.html", "pagesaver/notes.txt", "pagesaver/sub/data.json", "index.json"} <= set(files)
     for relative in files:
         size = (folder / relative).stat().st_size
-        assert re.search(rf'href="/archive/{site.snapshots[url]["id"]}/{re.escape(relative)}">{re.escape(relative)}</a></td>\s*'
+        assert re.search(rf'href="/archive/{site.snapshots[url]["id"]}/{TOKEN}/{re.escape(relative)}">{re.escape(relative)}</a></td>\s*'
                          rf'<td class="num" data-bytes="{size}">', page), relative
     assert "on_Snapshot__30_pagesaver.py" in page and "Title of " + url in page
+
+
+def signed_base(site: Site, url: str) -> str:
+    """The signed prefix of a snapshot's files, as its page links them."""
+    snapshot_id = site.snapshots[url]["id"]
+    page = site.client().get(f"/snapshot/{snapshot_id}/").text
+    return re.search(rf'href="(/archive/{snapshot_id}/{TOKEN})/', page).group(1)
 
 
 def test_archived_files_are_served_sandboxed_with_their_type(site):
     snapshot_id = site.snapshots[URLS[0]]["id"]
     client = site.client()
-    page = client.get(f"/archive/{snapshot_id}/pagesaver/page.html")
+    plain = client.get(f"/archive/{snapshot_id}/pagesaver/page.html")
+    assert plain.status == 302 and re.fullmatch(rf"/archive/{snapshot_id}/{TOKEN}/pagesaver/page\.html", plain.location)
+    page = client.follow(f"/archive/{snapshot_id}/pagesaver/page.html")
     assert page.status == 200 and page.headers["content-type"].startswith("text/html")
     assert page.body == (site.snapshot_dir(URLS[0]) / "pagesaver" / "page.html").read_bytes()
     csp = page.headers["content-security-policy"]
     assert csp.split()[0] == "sandbox" and "allow-same-origin" not in csp
     assert page.headers["x-content-type-options"] == "nosniff"
-    assert client.get(f"/archive/{snapshot_id}/pagesaver/notes.txt").headers["content-type"].startswith("text/plain")
-    assert client.get(f"/archive/{snapshot_id}/pagesaver/sub/data.json").headers["content-type"] == "application/json"
-    assert client.get(f"/archive/{snapshot_id}/pagesaver/missing.html").status == 404
+    base = signed_base(site, URLS[0])
+    assert client.get(f"{base}/pagesaver/notes.txt").headers["content-type"].startswith("text/plain")
+    assert client.get(f"{base}/pagesaver/sub/data.json").headers["content-type"] == "application/json"
+    assert client.get(f"{base}/pagesaver/pic.png").headers["content-type"] == "image/png"
+    assert client.get(f"{base}/pagesaver/missing.html").status == 404
+
+
+def test_signed_links_open_one_snapshot_only_and_expire(site):
+    anonymous = site.client(login=False)
+    base = signed_base(site, URLS[0])
+    assert anonymous.get(f"{base}/pagesaver/pic.png").status == 200, "a saved page's own files load without the cookie"
+    other_id = site.snapshots[URLS[1]]["id"]
+    token = base.rsplit("/", 1)[1]
+    day, signature = token.split("-")
+    forged = [f"/archive/{other_id}/{token}/pagesaver/notes.txt",
+              f"/archive/{site.snapshots[URLS[0]]['id']}/{day}-{'0' * 32}/pagesaver/notes.txt",
+              f"/archive/{site.snapshots[URLS[0]]['id']}/{int(day) + 1}-{signature}/pagesaver/notes.txt",
+              f"/archive/{site.snapshots[URLS[0]]['id']}/{expired_token(site, site.snapshots[URLS[0]]['id'])}/pagesaver/notes.txt"]
+    for path in forged:
+        response = anonymous.get(path)
+        assert response.status == 302 and response.location.startswith("/admin/login/"), path
+    # A logged-in user with an expired link is sent to a fresh one.
+    fresh = site.client().follow(forged[-1])
+    assert fresh.status == 200 and fresh.body == b"plain text output\n"
+
+
+def expired_token(site: Site, snapshot_id: str) -> str:
+    from django.utils.crypto import salted_hmac  # noqa: PLC0415 (computed with the collection's own key)
+    secret = (site.collection.root / ".secret_key").read_text().strip()
+    day = int(time.time() // 86400) - 1
+    return f"{day}-{salted_hmac('archivebox.web.archive-link', f'{snapshot_id}:{day}', secret=secret, algorithm='sha256').hexdigest()[:32]}"
 
 
 def test_nothing_outside_the_archive_can_be_reached(site):
@@ -114,7 +153,7 @@ def test_nothing_outside_the_archive_can_be_reached(site):
     for name, target in links.items():
         (folder / name).unlink(missing_ok=True)
         (folder / name).symlink_to(target)
-    base = f"/archive/{snapshot_id}"
+    base = signed_base(site, URLS[0])
     attempts = [
         f"{base}/../../secret.txt", f"{base}/%2e%2e/%2e%2e/secret.txt", f"{base}/%2E%2E%2F%2E%2E%2Fsecret.txt",
         f"{base}/..%2f..%2fsecret.txt", f"{base}/pagesaver/../../../secret.txt", f"{base}//etc/passwd", f"{base}/%2Fetc%2Fpasswd",

@@ -123,6 +123,15 @@ class Client:
     def get(self, path: str) -> Response:
         return self._send(urllib.request.Request(self.base_url + path))
 
+    def follow(self, path: str, limit: int = 5) -> Response:
+        """GET, following redirects within this site."""
+        response = self.get(path)
+        while response.status in (301, 302) and limit > 0:
+            location = response.location
+            response = self.get(location[len(self.base_url):] if location.startswith(self.base_url) else location)
+            limit -= 1
+        return response
+
     def cookie(self, name: str) -> str:
         return next((c.value for c in self.jar if c.name == name), "")
 
