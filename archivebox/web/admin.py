@@ -331,8 +331,8 @@ class ProcessAdmin(ReadOnlyMixin, StatefulAdmin):
     list_filter = ("status", "kind", "machine")
     search_fields = ("label", "key", "reason", "id", "archiveresult__snapshot__url")
     list_select_related = ("machine", "archiveresult")
-    fields = ("id", "kind", "label", "status", "command", "pwd", "pid", "exit_code", "reason", "timeout", "machine_link",
-              "parent_link", "result_link", "stdout_tail", "stderr_tail", "env", "result_json", "retry_at", "created_at",
+    fields = ("id", "kind", "label", "status", "command", "exit_code", "reason", "stdout_tail", "stderr_tail", "pid", "pwd",
+              "timeout", "machine_link", "parent_link", "result_link", "env", "result_json", "retry_at", "created_at",
               "started_at", "ended_at", "modified_at")
     readonly_fields = fields
 

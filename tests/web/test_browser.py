@@ -77,6 +77,12 @@ def test_login_snapshot_list_and_snapshot_page_in_chromium(tmp_path):
                 expect(page.locator("#result_list")).to_contain_text(URL)
                 expect(page.locator("#result_list")).to_contain_text("sealed")
                 page.screenshot(path=str(ARTIFACTS / "admin-snapshots.png"), full_page=True)
+
+                page.goto(server.url + "/admin/core/process/?kind__exact=hook&q=pagesaver")
+                page.click("#result_list tbody tr th a")
+                expect(page.locator("pre.abx-cmd")).to_contain_text("on_Snapshot__30_pagesaver.py")
+                expect(page.locator("pre.abx-log").last).to_contain_text("END-OF-STDERR-MARKER")
+                page.screenshot(path=str(ARTIFACTS / "admin-process.png"), full_page=False)
             finally:
                 browser.close()
     finally:
