@@ -366,7 +366,8 @@ def _log_tail(path: str) -> str:
     if result.error:
         return format_html("<span class='abx-muted'>{}</span>", result.error)
     note = f"last {len(result.text.encode())} of {result.size} bytes" if result.truncated else f"{result.size} bytes"
-    return format_html("<div class='abx-muted'>{} · {}</div><pre class='abx-log'>{}</pre>", path, note, result.text or "(empty)")
+    return format_html("<div class='abx-muted'>{} · {}</div><div class='abx-logbox'><pre class='abx-log'>{}</pre></div>",
+                       path, note, result.text or "(empty)")
 
 
 # Machine, Tag, Lease -----------------------------------------------------------------
