@@ -50,7 +50,7 @@ def health(request):
         report = liveness(timezone.now())
     except DatabaseError as err:
         logger.warning("health check cannot read the database: %s", err)
-        return JsonResponse({"healthy": False, "error": f"database: {err}"}, status=503)
+        return JsonResponse({"healthy": False, "error": "database unavailable"}, status=503)
     return JsonResponse(report, status=200 if report["healthy"] else 503)
 
 
