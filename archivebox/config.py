@@ -91,6 +91,8 @@ class EngineConfig:
     data_dir: Path
     max_tick_time: float = 10.0
     max_tick_errors: int = 5
+    # Rows dispatched together in one tick task (each still gets its own claim and write).
+    tick_batch: int = 16
     tick_backoff_base: float = 0.5
     tick_backoff_max: float = 300.0
     orchestrator_lease_ttl: float = 5.0
@@ -124,6 +126,7 @@ class EngineConfig:
         numbers = {
             "MAX_TICK_TIME": ("max_tick_time", float, 0.1),
             "MAX_TICK_ERRORS": ("max_tick_errors", int, 1),
+            "TICK_BATCH": ("tick_batch", int, 1),
             "TICK_BACKOFF_BASE": ("tick_backoff_base", float, 0),
             "TICK_BACKOFF_MAX": ("tick_backoff_max", float, 0),
             "ORCHESTRATOR_LEASE_TTL": ("orchestrator_lease_ttl", float, 0.5),

@@ -25,6 +25,7 @@ from archivebox import boot  # noqa: E402
 
 boot.setup()
 
+from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
@@ -32,7 +33,8 @@ from archivebox.core.models.machine import _current_machine  # noqa: E402
 from archivebox.sideeffects.queue import huey as sideeffects_huey  # noqa: E402
 from archivebox.tasks.queue import huey as ticks_huey  # noqa: E402
 
-call_command("migrate", verbosity=0)
+for alias in settings.DATABASES:
+    call_command("migrate", database=alias, verbosity=0)
 
 CORE_TABLES = ["core_process", "core_archiveresult", "core_snapshot_tags", "core_snapshot", "core_crawl", "core_tag", "core_lease", "core_machine"]
 

@@ -39,8 +39,10 @@ def sweep_machine(machine: Machine, grace: float = 3.0, exclude_pid: int | None 
             if not alive:
                 closed += runner.finish(row, None, "gone: worker exited without closing its row")
             continue
-        if alive and owner_alive(row):
-            continue
+        if row.parent_id is not None and owner_alive(row):
+            continue  # its worker is alive and waiting on it: the worker records the end
+        if alive and row.parent_id is None:
+            continue  # nobody to ask; the Process row's own deadline closes it
         if alive:
             logger.warning("killing orphaned %s (pid %s): its worker is gone", row.label, row.pid)
             runner.kill_orphan(row.pid, row.pid_started, row.pwd, grace)

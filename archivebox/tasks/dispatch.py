@@ -1,17 +1,17 @@
-"""Turning due rows into tick tasks, under each actor type's concurrency slots.
+"""Turning due rows into tick tasks, in batches, under each actor type's concurrency slots.
 
-Three callers dispatch, all through the same slot leases:
+A dispatcher takes a free slot (a lease that expires), claims a batch of due rows with
+one compare-and-swap UPDATE (their ``retry_at`` becomes the batch's *token*, so no other
+dispatcher sees them due) and enqueues one tick task for the batch. Three callers
+dispatch, all the same way:
 
-* the orchestrator's scan (``dispatch_due``) finds due rows and fills free slots;
-* a finishing tick hands its slot straight to the next due row
-  (:func:`archivebox.tasks.ticks.hand_over`), which keeps a busy pool saturated without
-  waiting for the next scan;
-* a side effect that wakes rows (sets ``retry_at`` to now) kicks them (``kick``) so they
-  start at once when a slot is free.
+* the orchestrator's scan (:func:`dispatch_due`) fills free slots;
+* a finished batch passes its slot straight to the next one
+  (:func:`archivebox.tasks.ticks.hand_over`), which keeps a busy pool saturated;
+* a side effect that wakes rows kicks them (:func:`kick`), so they start at once.
 
-A slot records the row it was taken for, so a dispatched row is never dispatched again
-while its slot lives. Messages are hints: if one is lost, the slot expires and the row
-is due again.
+Messages are hints: if one is lost, its rows' token passes and they are due again, and a
+late copy of the message finds its claims gone.
 """
 
 from __future__ import annotations
@@ -25,48 +25,73 @@ from dataclasses import dataclass
 from django.utils import timezone
 
 from archivebox.config import EngineConfig
-from archivebox.tasks import leases
+from archivebox.tasks import leases, rowsql
 from archivebox.tasks.registry import ActorType
 from archivebox.tasks.ticks import HOLDER, limit_of, tick
 
 logger = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True)
 class Dispatched:
-    due: bool  # rows were due (dispatched or waiting for a slot)
+    due: bool  # rows were due (dispatched, or waiting for a slot)
     dispatched: int
 
 
+def new_holder() -> str:
+    """A token naming one holding of a slot, passed along from batch to batch."""
+    return f"{HOLDER}/{uuid.uuid4().hex[:12]}"
+
+
+def fill_slot(actor: ActorType, slot: str, holder: str, config: EngineConfig, now: dt.datetime, ids=None) -> list:
+    """Claim the next batch of due rows (of ``ids`` if given) and enqueue its tick task."""
+    token = now + dt.timedelta(seconds=config.slot_ttl)
+    pks = rowsql.dispatch_claim(actor.model, actor.statuses, now, token, config.tick_batch, ids)
+    if pks:
+        tick(actor.name, pks, token, slot, holder)
+    return pks
+
+
 def dispatch_due(actor: ActorType, config: EngineConfig, now: dt.datetime) -> Dispatched:
-    """Fill the actor's free slots with its earliest due rows."""
+    """Fill the actor's free slots with batches of its earliest due rows."""
     limit = limit_of(actor, config)
     if limit <= 0:
         return Dispatched(False, 0)
-    state = leases.slot_state(actor.name, limit, now)
-    due = actor.due(now).exclude(pk__in=state.busy_rows).order_by("retry_at")
-    if not state.free:
-        return Dispatched(due.exists(), 0)
-    rows = list(due.values_list("pk", "retry_at")[: len(state.free)])
+    free = leases.free_slots(actor.name, limit, now)
+    if not actor.due(now).exists():
+        return Dispatched(False, 0)
     dispatched = 0
-    for (pk, seen), key in zip(rows, state.free):
-        if leases.take_slot(key, pk, HOLDER, now, config.slot_ttl):
-            tick(actor.name, pk, seen, key)
-            dispatched += 1
-    return Dispatched(bool(rows), dispatched)
+    for slot in free:
+        holder = new_holder()
+        if not leases.take_slot(slot, holder, now, config.slot_ttl):
+            continue
+        pks = fill_slot(actor, slot, holder, config, now)
+        if not pks:
+            leases.release_slot(slot, holder)
+            break
+        dispatched += len(pks)
+    return Dispatched(True, dispatched)
 
 
-def kick(actor: ActorType, rows: Iterable[tuple[uuid.UUID, dt.datetime]], config: EngineConfig) -> int:
-    """Dispatch rows that were just made due, if slots are free; the rest wait for a slot."""
-    rows = list(rows)
+def kick(actor: ActorType, rows: Iterable, config: EngineConfig) -> int:
+    """Dispatch rows that were just made due, if a slot is free; otherwise a finishing batch
+    or the orchestrator picks them up. ``rows`` are ids or ``(id, retry_at)`` pairs."""
+    pks = [row[0] if isinstance(row, tuple) else row for row in rows]
     limit = limit_of(actor, config)
-    if not rows or limit <= 0:
+    if not pks or limit <= 0:
         return 0
     now = timezone.now()
-    state = leases.slot_state(actor.name, limit, now)
-    busy = set(state.busy_rows)
     dispatched = 0
-    for (pk, seen), key in zip((r for r in rows if r[0] not in busy), state.free):
-        if leases.take_slot(key, pk, HOLDER, now, config.slot_ttl):
-            tick(actor.name, pk, seen, key)
-            dispatched += 1
+    for slot in leases.free_slots(actor.name, limit, now):
+        holder = new_holder()
+        if not leases.take_slot(slot, holder, now, config.slot_ttl):
+            continue
+        claimed = fill_slot(actor, slot, holder, config, now, ids=pks)
+        if not claimed:
+            leases.release_slot(slot, holder)
+            break
+        dispatched += len(claimed)
+        pks = [pk for pk in pks if pk not in set(claimed)]
+        if not pks:
+            break
     return dispatched

@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import uuid
-from dataclasses import dataclass
 
-from django.db import IntegrityError, transaction
 from django.db.models import Q
 
 from archivebox.core.models import Lease
@@ -42,7 +39,7 @@ def acquire(key: str, holder: str, now: dt.datetime, ttl: float, machine_id: int
 
 def release(key: str, holder: str) -> bool:
     """Give up ``key`` if ``holder`` still has it."""
-    return bool(Lease.objects.filter(key=key, holder=holder).update(holder="", expires_at=None, row_id=None))
+    return bool(Lease.objects.filter(key=key, holder=holder).update(holder="", expires_at=None))
 
 
 def holder_of(key: str, now: dt.datetime) -> Lease | None:
@@ -56,59 +53,39 @@ def slot_key(actor: str, index: int) -> str:
     return f"slot:{actor}:{index}"
 
 
-@dataclass(frozen=True)
-class SlotState:
-    free: list[str]
-    busy_rows: list[uuid.UUID]
+def slot_keys(actor: str, limit: int) -> list[str]:
+    return [slot_key(actor, i) for i in range(limit)]
 
 
 def ensure_slots(actor: str, limit: int) -> None:
-    Lease.objects.bulk_create([Lease(key=slot_key(actor, i), actor=actor) for i in range(limit)], ignore_conflicts=True)
+    Lease.objects.bulk_create([Lease(key=key, actor=actor) for key in slot_keys(actor, limit)], ignore_conflicts=True)
 
 
-def slot_state(actor: str, limit: int, now: dt.datetime) -> SlotState:
-    """Which of the actor's ``limit`` slots are free, and which rows the busy ones hold."""
-    keys = [slot_key(actor, i) for i in range(limit)]
-    rows = list(Lease.objects.filter(key__in=keys).values_list("key", "row_id", "expires_at"))
+def free_slots(actor: str, limit: int, now: dt.datetime) -> list[str]:
+    """The actor's slots (of its first ``limit``) that nobody holds, or whose holder let them expire."""
+    keys = slot_keys(actor, limit)
+    rows = dict(Lease.objects.filter(key__in=keys).values_list("key", "expires_at"))
     if len(rows) < limit:
         ensure_slots(actor, limit)
-        rows = list(Lease.objects.filter(key__in=keys).values_list("key", "row_id", "expires_at"))
-    free = [key for key, _, expires in rows if expires is None or expires < now]
-    busy = [row for _, row, expires in rows if row is not None and expires is not None and expires >= now]
-    return SlotState(free=sorted(free, key=keys.index), busy_rows=busy)
+        rows = dict(Lease.objects.filter(key__in=keys).values_list("key", "expires_at"))
+    return [key for key in keys if rows.get(key) is None or rows[key] < now]
 
 
-def _assign(slots, actor: str, row_id: uuid.UUID, holder: str, now: dt.datetime, ttl: float) -> bool:
-    """Point the matching slot at ``row_id``, unless another slot of the actor already holds it.
-
-    The unique index on (actor, row_id) makes the second of two racing dispatchers fail.
-    A slot left by a dead worker (expired) gives its row up here.
-    """
-    values = dict(row_id=row_id, holder=holder, acquired_at=now, expires_at=now + dt.timedelta(seconds=ttl))
-    for _ in range(2):
-        try:
-            with transaction.atomic():
-                return bool(slots.update(**values))
-        except IntegrityError:
-            if not Lease.objects.filter(actor=actor, row_id=row_id, expires_at__lt=now).update(row_id=None):
-                return False  # a live slot holds the row: it is dispatched already
-    return False
+def busy_slots(actor: str, now: dt.datetime) -> int:
+    return Lease.objects.filter(actor=actor, expires_at__gte=now).exclude(holder="").count()
 
 
-def take_slot(key: str, row_id: uuid.UUID, holder: str, now: dt.datetime, ttl: float) -> bool:
-    """Claim a free slot for dispatching ``row_id``."""
-    return _assign(Lease.objects.filter(Q(key=key) & _free(now)), actor_of(key), row_id, holder, now, ttl)
+def take_slot(key: str, holder: str, now: dt.datetime, ttl: float) -> bool:
+    """Take a free (or expired) slot for ``holder``, a token naming this one dispatch."""
+    return bool(Lease.objects.filter(Q(key=key) & _free(now)).update(
+        holder=holder, acquired_at=now, expires_at=now + dt.timedelta(seconds=ttl)))
 
 
-def hand_over_slot(key: str, old_row: uuid.UUID, new_row: uuid.UUID, holder: str, now: dt.datetime, ttl: float) -> bool:
-    """Pass a slot straight from a finished tick to the next due row, without freeing it."""
-    return _assign(Lease.objects.filter(key=key, row_id=old_row), actor_of(key), new_row, holder, now, ttl)
+def renew_slot(key: str, holder: str, now: dt.datetime, ttl: float) -> bool:
+    """Keep holding the slot (a finished batch passing it to the next one); False if it was lost."""
+    return bool(Lease.objects.filter(key=key, holder=holder).update(expires_at=now + dt.timedelta(seconds=ttl)))
 
 
-def actor_of(key: str) -> str:
-    return key.split(":")[1]
-
-
-def release_slot(key: str, row_id: uuid.UUID) -> bool:
-    """Free the slot if it still belongs to the tick of ``row_id``."""
-    return bool(Lease.objects.filter(key=key, row_id=row_id).update(row_id=None, holder="", expires_at=None))
+def release_slot(key: str, holder: str) -> bool:
+    """Free the slot if ``holder`` still has it."""
+    return bool(Lease.objects.filter(key=key, holder=holder).update(holder="", expires_at=None))

@@ -1,10 +1,14 @@
-"""The tick: claim one row, let its actor type decide, apply exactly one decision.
+"""The tick: claim a row, let its actor type decide, apply exactly one decision.
+
+Ticks come in batches (one Huey task per batch of rows a dispatcher claimed together),
+but each row is ticked on its own: its own claim, its own decision, its own write.
 
 Ownership rule (the one thing every reader of this module must know): a tick owns its
 row from the moment its compare-and-swap moves ``retry_at`` from the value the
-dispatcher saw to ``now + MAX_TICK_TIME`` (the *claim*), until it writes again. Every
-write of the tick filters on the claim, so a tick that overran its claim, or whose row
-was changed meanwhile (a cancel, a wake), writes nothing.
+dispatcher wrote (the batch's token) to ``now + MAX_TICK_TIME`` (the *claim*), until it
+writes again. Every write of the tick filters on the claim, so a tick that overran its
+claim, or whose row was changed meanwhile (a cancel), writes nothing. Decisions are
+made first (reads only), then all of a batch's writes are applied in one transaction.
 """
 
 from __future__ import annotations
@@ -19,15 +23,14 @@ import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import DatabaseError, close_old_connections, transaction
 from django.utils import timezone
 
 from archivebox.config import EngineConfig
 from archivebox.lifecycle import notify
-from archivebox.tasks import leases, registry
+from archivebox.tasks import leases, registry, rowsql
 from archivebox.tasks.queue import huey
 from archivebox.tasks.registry import ActorType, Go, Wait
-from archivebox.transitions.cas import release
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +43,7 @@ class TickTimeout(RuntimeError):
 
 @dataclass(frozen=True)
 class TickResult:
-    outcome: str  # "lost", "missing", "transition", "transition-lost", "wait", "error", "gave-up"
+    outcome: str  # "lost", "transition", "transition-lost", "wait", "wait-lost", "error", "gave-up"
     detail: str = ""
 
 
@@ -49,54 +52,96 @@ def limit_of(actor: ActorType, config: EngineConfig) -> int:
 
 
 @huey.task(name="tick")
-def tick(actor_name: str, pk: uuid.UUID, seen: dt.datetime, slot: str) -> None:
-    """Huey entry point: one tick of row ``pk`` of ``actor_name``, holding ``slot``."""
+def tick(actor_name: str, pks: list, token: dt.datetime | None, slot: str | None, holder: str | None) -> None:
+    """Huey entry point: one batch of ticks of ``actor_name``, dispatched under ``slot``."""
     close_old_connections()
-    run_tick(registry.get(actor_name), pk, seen, slot, settings.ENGINE)
+    run_ticks(registry.get(actor_name), pks, token, settings.ENGINE, slot=slot, holder=holder)
 
 
-def run_tick(actor: ActorType, pk, seen: dt.datetime, slot: str | None, config: EngineConfig, now: dt.datetime | None = None) -> TickResult:
-    """Claim, decide, apply; then pass the slot on. Never raises for a failing handler.
+def run_tick(actor: ActorType, pk, seen: dt.datetime | None, config: EngineConfig, now: dt.datetime | None = None) -> TickResult:
+    """One tick of one row (see :func:`run_ticks`)."""
+    return run_ticks(actor, [pk], seen, config, now=now)[0]
 
-    ``now`` drives a tick at a given time (tests); by default it is the wall clock.
+
+def run_ticks(actor: ActorType, pks: list, seen: dt.datetime | None, config: EngineConfig, now: dt.datetime | None = None,
+              slot: str | None = None, holder: str | None = None) -> list[TickResult]:
+    """Claim the rows, let the actor type decide each one, apply every decision; then pass
+    the slot on. Never raises for a failing handler. ``now`` drives the ticks at a given
+    time (tests); by default it is the wall clock.
     """
     try:
-        return _tick(actor, pk, seen, config, now or timezone.now())
+        return _ticks(actor, list(pks), seen, config, now or timezone.now())
     finally:
         if slot is not None:
-            hand_over(actor, slot, pk, config, now)
+            hand_over(actor, slot, holder, config, now)
 
 
-def claim_row(model, pk, seen: dt.datetime, now: dt.datetime, max_tick_time: float) -> dt.datetime | None:
-    """Compare-and-swap ``retry_at`` from ``seen`` to a fresh claim; None if someone else moved it."""
+def claim_rows(model, pks, seen: dt.datetime | None, now: dt.datetime, max_tick_time: float):
+    """Compare-and-swap ``retry_at`` of each row from ``seen`` (or: while due) to a fresh claim.
+
+    Returns ``(claim, rows won)``; a row another tick or writer moved first is not among them.
+    """
     claim = now + dt.timedelta(seconds=max_tick_time)
     if claim == seen:
         claim += dt.timedelta(microseconds=1)
-    won = model.objects.filter(pk=pk, retry_at=seen).update(retry_at=claim, claimed=True, woken=False)
-    return claim if won else None
+    return claim, rowsql.claim(model, pks, seen, claim, now)
 
 
-def _tick(actor: ActorType, pk, seen: dt.datetime, config: EngineConfig, now: dt.datetime) -> TickResult:
-    claim = claim_row(actor.model, pk, seen, now, config.max_tick_time)
-    if claim is None:
-        logger.debug("%s %s: already claimed or moved, skipping", actor.name, pk)
-        return TickResult("lost")
-    obj = actor.model.objects.filter(pk=pk).first()
-    if obj is None:
-        return TickResult("missing")
+def claim_row(model, pk, seen: dt.datetime | None, now: dt.datetime, max_tick_time: float) -> dt.datetime | None:
+    """The claim token for one row, or None if it was not won."""
+    claim, rows = claim_rows(model, [pk], seen, now, max_tick_time)
+    return claim if rows else None
+
+
+def _ticks(actor: ActorType, pks: list, seen: dt.datetime | None, config: EngineConfig, now: dt.datetime) -> list[TickResult]:
+    claim, rows = claim_rows(actor.model, pks, seen, now, config.max_tick_time)
+    results = {pk: TickResult("lost") for pk in pks}
+    if len(rows) < len(pks):
+        logger.debug("%s: %d of %d rows already claimed, moved or deleted", actor.name, len(pks) - len(rows), len(pks))
+    batch_started = time.monotonic()
+    decided = []
+    for obj in rows:
+        notify("on_actor_tick_start", actor_type=actor, obj=obj)
+        decided.append((obj, decide(actor, obj, now, config, batch_started)))
+    # The ticks end before their writes commit: once committed, a row may be claimed by
+    # the next tick at once, and no two ticks of a row may overlap.
+    with transaction.atomic():
+        try:
+            for obj, decision in decided:
+                results[obj.pk] = settle(actor, obj, decision, claim, now, config)
+        finally:
+            for obj, _ in decided:
+                notify("on_actor_tick_end", actor_type=actor, obj=obj)
+    return [results[pk] for pk in pks]
+
+
+def decide(actor: ActorType, obj, now: dt.datetime, config: EngineConfig, batch_started: float):
+    """The handler's decision, or the exception it raised (logged here)."""
     started = time.monotonic()
-    notify("on_actor_tick_start", actor_type=actor, obj=obj)
     try:
         decision = actor.handler(obj, now=now, config=config)
-        if time.monotonic() - started > config.max_tick_time:
-            raise TickTimeout(f"decided after {time.monotonic() - started:.1f}s, over MAX_TICK_TIME={config.max_tick_time}s")
-        return apply(decision, obj, claim, now)
+        finished = time.monotonic()
+        if finished - started > config.max_tick_time or finished - batch_started > config.max_tick_time:
+            raise TickTimeout(f"decided after {finished - started:.1f}s, over MAX_TICK_TIME={config.max_tick_time}s")
+        return decision
     except Exception as err:
-        logger.exception("%s %s: tick failed", actor.name, pk)
+        logger.exception("%s %s: tick failed", actor.name, obj.pk)
         notify("on_actor_tick_exception", actor_type=actor, obj=obj, exception=err)
-        return fail(actor, obj, claim, err, now, config)
-    finally:
-        notify("on_actor_tick_end", actor_type=actor, obj=obj)
+        return err
+
+
+def settle(actor: ActorType, obj, decision, claim: dt.datetime, now: dt.datetime, config: EngineConfig) -> TickResult:
+    """Apply one decision under the row's claim (a raised exception counts as a tick error)."""
+    if not isinstance(decision, Exception):
+        try:
+            return apply(decision, obj, claim, now)
+        except DatabaseError:
+            raise
+        except Exception as err:
+            logger.exception("%s %s: could not apply %s", actor.name, obj.pk, decision)
+            notify("on_actor_tick_exception", actor_type=actor, obj=obj, exception=err)
+            decision = err
+    return fail(actor, obj, claim, decision, now, config)
 
 
 def apply(decision, obj, claim: dt.datetime, now: dt.datetime) -> TickResult:
@@ -104,13 +149,13 @@ def apply(decision, obj, claim: dt.datetime, now: dt.datetime) -> TickResult:
         won = decision.transition(obj, claim=claim, now=now, **decision.kwargs)
         return TickResult("transition" if won else "transition-lost", str(decision))
     if isinstance(decision, Wait):
-        updates = release(now, decision.until)
+        updates = {"claimed": False, "woken": False}
         if obj.tick_errors:
             updates.update(tick_errors=0, last_error="")
-        if not type(obj).objects.filter(pk=obj.pk, retry_at=claim).update(**updates):
+        if not rowsql.update(type(obj), updates, {"id": obj.pk, "retry_at": claim}, retry_at=(now, decision.until)):
             return TickResult("wait-lost", decision.reason)
         for request in decision.requests:
-            request()
+            transaction.on_commit(request)
         return TickResult("wait", decision.reason)
     raise TypeError(f"a tick handler must return Go or Wait, got {decision!r}")
 
@@ -129,22 +174,23 @@ def fail(actor: ActorType, obj, claim: dt.datetime, err: Exception, now: dt.date
         won = actor.give_up(obj, claim=claim, now=now, error=f"gave up after {errors} failed ticks: {message}")
         return TickResult("gave-up" if won else "transition-lost", message)
     retry_at = now + dt.timedelta(seconds=backoff(errors, config))
-    type(obj).objects.filter(pk=obj.pk, retry_at=claim).update(tick_errors=errors, last_error=message, **release(now, retry_at))
+    rowsql.update(type(obj), {"tick_errors": errors, "last_error": message, "claimed": False, "woken": False},
+                  {"id": obj.pk, "retry_at": claim}, retry_at=(now, retry_at))
     return TickResult("error", message)
 
 
-def hand_over(actor: ActorType, slot: str, finished, config: EngineConfig, now: dt.datetime | None = None) -> bool:
-    """Give the slot of a finished tick to the next due row, or free it if none is due."""
+def hand_over(actor: ActorType, slot: str, holder: str | None, config: EngineConfig, now: dt.datetime | None = None) -> bool:
+    """Pass the slot of a finished batch to the next batch of due rows, or free it."""
     now = now or timezone.now()
-    limit = limit_of(actor, config)
-    state = leases.slot_state(actor.name, limit, now)
-    if slot in state.free or slot not in {leases.slot_key(actor.name, i) for i in range(limit)}:
-        leases.release_slot(slot, finished)
+    if slot not in leases.slot_keys(actor.name, limit_of(actor, config)):
+        leases.release_slot(slot, holder)  # the limit was lowered: retire this slot
         return False
-    busy = [row for row in state.busy_rows if row != finished]
-    following = actor.due(now).exclude(pk__in=busy).order_by("retry_at").values_list("pk", "retry_at").first()
-    if following is not None and leases.hand_over_slot(slot, finished, following[0], HOLDER, now, config.slot_ttl):
-        tick(actor.name, following[0], following[1], slot)
-        return True
-    leases.release_slot(slot, finished)
-    return False
+    if not leases.renew_slot(slot, holder, now, config.slot_ttl):
+        return False  # it expired and another dispatcher took it
+    token = now + dt.timedelta(seconds=config.slot_ttl)
+    pks = rowsql.dispatch_claim(actor.model, actor.statuses, now, token, config.tick_batch)
+    if not pks:
+        leases.release_slot(slot, holder)
+        return False
+    tick(actor.name, pks, token, slot, holder)
+    return True

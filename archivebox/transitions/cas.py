@@ -15,18 +15,11 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Case, Value, When
 
 from archivebox.lifecycle import notify
+from archivebox.tasks import rowsql
 
 logger = logging.getLogger("archivebox.transitions")
-
-
-def release(now: dt.datetime, retry_at: dt.datetime | None) -> dict[str, Any]:
-    """The columns a tick's final write sets: the next ``retry_at`` (now, if a wake came in
-    while the tick held its claim), and the claim released."""
-    next_at = None if retry_at is None else Case(When(woken=True, then=Value(now)), default=Value(retry_at))
-    return {"retry_at": next_at, "claimed": False, "woken": False}
 
 
 def move(
@@ -58,13 +51,13 @@ def move(
         raise ValueError(f"{model.__name__} {edge}: a final state takes no retry_at")
     if not model.graph.is_final(target) and retry_at is None:
         raise ValueError(f"{model.__name__} {edge}: a non-final state needs a retry_at")
-    rows = model.objects.filter(pk=obj.pk, status__in=sources, **(expect or {}))
+    where = {"id": obj.pk, "status__in": sources, **(expect or {})}
     if claim is not None:
-        rows = rows.filter(retry_at=claim)
-    values = {"tick_errors": 0, **(fields or {}), "status": target, "modified_at": now, **release(now, retry_at)}
+        where["retry_at"] = claim
+    values = {"tick_errors": 0, **(fields or {}), "status": target, "modified_at": now, "claimed": False, "woken": False}
     notify("on_transition_start", obj=obj, edge=edge)
     started = time.perf_counter()
-    won = rows.update(**values) == 1
+    won = rowsql.update(model, values, where, retry_at=(now, retry_at)) == 1
     elapsed_ms = (time.perf_counter() - started) * 1000
     if won:
         values["retry_at"] = retry_at

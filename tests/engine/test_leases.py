@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-import uuid
 
 from django.db import connection
 
@@ -106,79 +105,71 @@ def test_racing_acquires_of_a_new_lease_have_one_winner():
 # Concurrency slots -------------------------------------------------------------------
 
 def test_slots_start_free():
-    state = leases.slot_state("Actor", 3, T0)
-    assert state.free == ["slot:Actor:0", "slot:Actor:1", "slot:Actor:2"]
-    assert state.busy_rows == []
+    assert leases.free_slots("Actor", 3, T0) == ["slot:Actor:0", "slot:Actor:1", "slot:Actor:2"]
     assert Lease.objects.filter(actor="Actor").count() == 3
+    assert leases.busy_slots("Actor", T0) == 0
 
 
 def test_take_slot_on_a_free_slot_and_refuse_a_busy_one():
-    row, other = uuid.uuid4(), uuid.uuid4()
     key = leases.slot_key("Actor", 0)
-    leases.slot_state("Actor", 2, T0)
+    leases.free_slots("Actor", 2, T0)
 
-    assert leases.take_slot(key, row, "h1", T0, TTL)
-    state = leases.slot_state("Actor", 2, at(1))
-    assert state.free == ["slot:Actor:1"] and state.busy_rows == [row]
+    assert leases.take_slot(key, "h1", T0, TTL)
+    assert leases.free_slots("Actor", 2, at(1)) == ["slot:Actor:1"]
+    assert leases.busy_slots("Actor", at(1)) == 1
 
-    assert not leases.take_slot(key, other, "h2", at(1), TTL)
-    assert (lease(key).row_id, lease(key).holder, lease(key).expires_at) == (row, "h1", at(TTL))
+    assert not leases.take_slot(key, "h2", at(1), TTL)
+    assert (lease(key).holder, lease(key).expires_at) == ("h1", at(TTL))
 
 
 def test_an_expired_slot_is_free_again_by_itself():
     """A SIGKILLed worker never releases its slot: expiry gives it back."""
-    row, other = uuid.uuid4(), uuid.uuid4()
     key = leases.slot_key("Actor", 0)
-    leases.slot_state("Actor", 1, T0)
-    assert leases.take_slot(key, row, "killed-worker", T0, TTL)
+    leases.free_slots("Actor", 1, T0)
+    assert leases.take_slot(key, "killed-worker", T0, TTL)
 
-    assert leases.slot_state("Actor", 1, at(TTL)).free == []
-    state = leases.slot_state("Actor", 1, at(TTL + 1))
-    assert state.free == [key] and state.busy_rows == []
+    assert leases.free_slots("Actor", 1, at(TTL)) == []
+    assert leases.free_slots("Actor", 1, at(TTL + 1)) == [key]
 
-    assert leases.take_slot(key, other, "h2", at(TTL + 1), TTL)
-    assert lease(key).row_id == other
+    assert leases.take_slot(key, "h2", at(TTL + 1), TTL)
+    assert lease(key).holder == "h2"
+    # The dead holder can neither renew nor release what is no longer its own.
+    assert not leases.renew_slot(key, "killed-worker", at(TTL + 2), TTL)
+    assert not leases.release_slot(key, "killed-worker")
+    assert lease(key).holder == "h2"
 
 
-def test_hand_over_slot_only_by_the_slots_current_row():
-    row, stranger, following = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+def test_renew_slot_only_by_its_holder():
     key = leases.slot_key("Actor", 0)
-    leases.slot_state("Actor", 1, T0)
-    assert leases.take_slot(key, row, "h1", T0, TTL)
+    leases.free_slots("Actor", 1, T0)
+    assert leases.take_slot(key, "h1", T0, TTL)
 
-    assert not leases.hand_over_slot(key, stranger, following, "h2", at(1), TTL)
-    assert lease(key).row_id == row
-
-    assert leases.hand_over_slot(key, row, following, "h2", at(1), TTL)
-    assert (lease(key).row_id, lease(key).holder, lease(key).expires_at) == (following, "h2", at(1 + TTL))
-    assert leases.slot_state("Actor", 1, at(2)).busy_rows == [following]
-    # The finished row no longer owns the slot.
-    assert not leases.hand_over_slot(key, row, stranger, "h1", at(2), TTL)
+    assert not leases.renew_slot(key, "h2", at(1), TTL)
+    assert lease(key).expires_at == at(TTL)
+    assert leases.renew_slot(key, "h1", at(1), TTL)
+    assert (lease(key).holder, lease(key).expires_at) == ("h1", at(1 + TTL))
 
 
-def test_release_slot_only_by_the_slots_current_row():
-    row = uuid.uuid4()
+def test_release_slot_only_by_its_holder():
     key = leases.slot_key("Actor", 0)
-    leases.slot_state("Actor", 1, T0)
-    assert leases.take_slot(key, row, "h1", T0, TTL)
+    leases.free_slots("Actor", 1, T0)
+    assert leases.take_slot(key, "h1", T0, TTL)
 
-    assert not leases.release_slot(key, uuid.uuid4())
-    assert leases.slot_state("Actor", 1, at(1)).free == []
-    assert leases.release_slot(key, row)
-    assert leases.slot_state("Actor", 1, at(1)).free == [key]
-    assert (lease(key).row_id, lease(key).expires_at) == (None, None)
+    assert not leases.release_slot(key, "h2")
+    assert leases.free_slots("Actor", 1, at(1)) == []
+    assert leases.release_slot(key, "h1")
+    assert leases.free_slots("Actor", 1, at(1)) == [key]
+    assert (lease(key).holder, lease(key).expires_at) == ("", None)
 
 
 def test_raising_the_limit_adds_slots_and_keeps_the_busy_ones():
-    row = uuid.uuid4()
-    leases.slot_state("Actor", 1, T0)
-    assert leases.take_slot(leases.slot_key("Actor", 0), row, "h", T0, TTL)
-    state = leases.slot_state("Actor", 3, at(1))
-    assert state.free == ["slot:Actor:1", "slot:Actor:2"] and state.busy_rows == [row]
+    leases.free_slots("Actor", 1, T0)
+    assert leases.take_slot(leases.slot_key("Actor", 0), "h", T0, TTL)
+    assert leases.free_slots("Actor", 3, at(1)) == ["slot:Actor:1", "slot:Actor:2"]
 
 
 def test_slots_of_different_actors_do_not_interfere():
-    leases.slot_state("A", 1, T0)
-    leases.slot_state("B", 1, T0)
-    assert leases.take_slot(leases.slot_key("A", 0), uuid.uuid4(), "h", T0, TTL)
-    assert leases.slot_state("B", 1, at(1)).free == ["slot:B:0"]
+    leases.free_slots("A", 1, T0)
+    leases.free_slots("B", 1, T0)
+    assert leases.take_slot(leases.slot_key("A", 0), "h", T0, TTL)
+    assert leases.free_slots("B", 1, at(1)) == ["slot:B:0"]

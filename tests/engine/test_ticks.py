@@ -19,7 +19,7 @@ from archivebox.sideeffects.queue import huey as sideeffects_huey
 from archivebox.tasks import leases
 from archivebox.tasks.queue import huey as ticks_huey
 from archivebox.tasks.registry import ACTOR_TYPES, ActorType, Go, Wait, register
-from archivebox.tasks.ticks import HOLDER, backoff, run_tick
+from archivebox.tasks.ticks import backoff, run_tick, run_ticks
 from archivebox.transitions.actions import cancel_crawl
 from archivebox.transitions.crawl import (
     transition_crawl_give_up,
@@ -109,11 +109,11 @@ def test_a_second_tick_with_the_same_seen_value_loses_and_does_nothing(make_acto
     now = timezone.now()
     crawl = make_crawl(now)
 
-    assert run_tick(actor, crawl.pk, now, None, config(actor), now=now).outcome == "transition"
+    assert run_tick(actor, crawl.pk, now, config(actor), now=now).outcome == "transition"
     after = row(crawl)
     assert after["status"] == "started"
 
-    assert run_tick(actor, crawl.pk, now, None, config(actor), now=now + dt.timedelta(seconds=1)).outcome == "lost"
+    assert run_tick(actor, crawl.pk, now, config(actor), now=now + dt.timedelta(seconds=1)).outcome == "lost"
     assert calls == [crawl.pk]
     assert row(crawl) == after
 
@@ -137,7 +137,7 @@ def test_two_racing_ticks_on_one_row_one_claims_it(make_actor):
         try:
             for crawl in crawls:
                 barrier.wait(timeout=30)
-                outcomes[index].append(run_tick(actor, crawl.pk, now, None, config(actor), now=now).outcome)
+                outcomes[index].append(run_tick(actor, crawl.pk, now, config(actor), now=now).outcome)
         except BaseException as err:
             errors.append(err)
             barrier.abort()
@@ -165,13 +165,13 @@ def test_one_transition_per_tick(make_actor, transitions):
     now = timezone.now()
     crawl = make_crawl(now)
 
-    result = run_tick(actor, crawl.pk, now, None, config(actor), now=now)
+    result = run_tick(actor, crawl.pk, now, config(actor), now=now)
     assert (result.outcome, result.detail) == ("transition", "transition_crawl_queued_to_started")
     assert transitions.edges == [("queued -> started", True)]
     assert row(crawl)["status"] == "started"
 
     seen = row(crawl)["retry_at"]
-    assert run_tick(actor, crawl.pk, seen, None, config(actor), now=seen).outcome == "transition"
+    assert run_tick(actor, crawl.pk, seen, config(actor), now=seen).outcome == "transition"
     assert transitions.edges == [("queued -> started", True), ("started -> sealed", True)]
     assert (row(crawl)["status"], row(crawl)["retry_at"]) == ("sealed", None)
 
@@ -187,7 +187,7 @@ def test_the_transition_is_written_under_the_claim(make_actor):
     now = timezone.now()
     crawl = make_crawl(now)
 
-    assert run_tick(actor, crawl.pk, now, None, config(actor), now=now).outcome == "transition-lost"
+    assert run_tick(actor, crawl.pk, now, config(actor), now=now).outcome == "transition-lost"
     assert (row(crawl)["status"], row(crawl)["retry_at"], row(crawl)["last_error"]) == ("failed", None, "cancelled by user")
 
 
@@ -202,7 +202,7 @@ def test_wait_sets_retry_at_and_runs_its_requests(make_actor):
     actor = make_actor(handler)
     crawl = make_crawl(now, status="started")
 
-    result = run_tick(actor, crawl.pk, now, None, config(actor), now=now)
+    result = run_tick(actor, crawl.pk, now, config(actor), now=now)
     assert (result.outcome, result.detail) == ("wait", "children running")
     assert (row(crawl)["status"], row(crawl)["retry_at"]) == ("started", until)
     assert requested == [crawl.pk]
@@ -214,7 +214,7 @@ def test_wait_clears_earlier_tick_errors(make_actor):
     actor = make_actor(lambda crawl, *, now, config: Wait(now + dt.timedelta(seconds=5)))
     crawl = make_crawl(now, tick_errors=2, last_error="ValueError: boom")
 
-    assert run_tick(actor, crawl.pk, now, None, config(actor), now=now).outcome == "wait"
+    assert run_tick(actor, crawl.pk, now, config(actor), now=now).outcome == "wait"
     assert (row(crawl)["tick_errors"], row(crawl)["last_error"]) == (0, "")
 
 
@@ -226,7 +226,7 @@ def test_a_wait_after_a_concurrent_cancel_keeps_the_row_final(make_actor):
     actor = make_actor(handler)
     now = timezone.now()
     crawl = make_crawl(now)
-    run_tick(actor, crawl.pk, now, None, config(actor), now=now)
+    run_tick(actor, crawl.pk, now, config(actor), now=now)
     assert (row(crawl)["status"], row(crawl)["retry_at"]) == ("failed", None)
 
 
@@ -243,7 +243,7 @@ def test_handler_exceptions_back_off_then_give_up(make_actor, engine_logs):
     seen = now
 
     for errors in (1, 2):
-        result = run_tick(actor, crawl.pk, seen, None, cfg, now=seen)
+        result = run_tick(actor, crawl.pk, seen, cfg, now=seen)
         assert (result.outcome, result.detail) == ("error", "ValueError: boom")
         state = row(crawl)
         assert (state["status"], state["tick_errors"], state["last_error"]) == ("queued", errors, "ValueError: boom")
@@ -251,7 +251,7 @@ def test_handler_exceptions_back_off_then_give_up(make_actor, engine_logs):
         assert seen + dt.timedelta(seconds=0.9 * delay) <= state["retry_at"] <= seen + dt.timedelta(seconds=1.1 * delay)
         seen = state["retry_at"]
 
-    result = run_tick(actor, crawl.pk, seen, None, cfg, now=seen)
+    result = run_tick(actor, crawl.pk, seen, cfg, now=seen)
     assert result.outcome == "gave-up"
     state = row(crawl)
     assert (state["status"], state["retry_at"], state["finished_at"]) == ("failed", None, seen)
@@ -275,7 +275,7 @@ def test_a_handler_returning_no_decision_is_an_error(make_actor):
     actor = make_actor(lambda crawl, *, now, config: None)
     now = timezone.now()
     crawl = make_crawl(now)
-    result = run_tick(actor, crawl.pk, now, None, config(actor), now=now)
+    result = run_tick(actor, crawl.pk, now, config(actor), now=now)
     assert result.outcome == "error" and result.detail.startswith("TypeError: a tick handler must return Go or Wait")
     assert row(crawl)["tick_errors"] == 1
 
@@ -292,7 +292,7 @@ def test_a_handler_slower_than_max_tick_time_is_refused(make_actor):
     now = timezone.now()
     crawl = make_crawl(now)
 
-    result = run_tick(actor, crawl.pk, now, None, cfg, now=now)
+    result = run_tick(actor, crawl.pk, now, cfg, now=now)
     assert result.outcome == "error" and result.detail.startswith("TickTimeout: decided after")
     state = row(crawl)
     assert (state["status"], state["tick_errors"], state["started_at"]) == ("queued", 1, None)
@@ -303,26 +303,48 @@ def test_a_handler_slower_than_max_tick_time_is_refused(make_actor):
 def test_a_vanished_row_is_lost_not_an_error(make_actor):
     actor = make_actor(forward)
     now = timezone.now()
-    assert run_tick(actor, uuid.uuid4(), now, None, config(actor), now=now).outcome == "lost"
+    assert run_tick(actor, uuid.uuid4(), now, config(actor), now=now).outcome == "lost"
 
 
 # Slots -------------------------------------------------------------------------------
 
-def test_the_slot_is_handed_to_the_next_due_row(make_actor):
+def hold(actor, index: int, now: dt.datetime, cfg) -> tuple[str, str]:
+    slot, holder = leases.slot_key(actor.name, index), f"test-holder-{index}"
+    leases.free_slots(actor.name, cfg.concurrency[actor.name], now)
+    assert leases.take_slot(slot, holder, now, cfg.slot_ttl)
+    return slot, holder
+
+
+def test_the_slot_is_handed_to_the_next_batch_of_due_rows(make_actor):
     actor = make_actor(forward)
     cfg = config(actor)
     now = timezone.now()
     first = make_crawl(now - dt.timedelta(seconds=5))
-    following = make_crawl(now - dt.timedelta(seconds=1))
+    following = [make_crawl(now - dt.timedelta(seconds=s)) for s in (3, 2, 1)]
     make_crawl(now + dt.timedelta(hours=1))  # not due
-    slot = leases.slot_key(actor.name, 0)
-    leases.slot_state(actor.name, 2, now)
-    assert leases.take_slot(slot, first.pk, HOLDER, now, cfg.slot_ttl)
+    slot, holder = hold(actor, 0, now, cfg)
 
-    assert run_tick(actor, first.pk, first.retry_at, slot, cfg, now=now).outcome == "transition"
+    [result] = run_ticks(actor, [first.pk], first.retry_at, cfg, now=now, slot=slot, holder=holder)
+    assert result.outcome == "transition"
 
-    assert Lease.objects.get(key=slot).row_id == following.pk
-    assert pending_ticks() == [(actor.name, following.pk, following.retry_at, slot)]
+    # The three due rows are claimed for the next batch, under the same slot and holder.
+    [(name, pks, token, next_slot, next_holder)] = pending_ticks()
+    assert (name, next_slot, next_holder) == (actor.name, slot, holder)
+    assert sorted(pks) == sorted(c.pk for c in following)
+    assert set(Crawl.objects.filter(pk__in=pks).values_list("retry_at", flat=True)) == {token}
+    assert Lease.objects.get(key=slot).expires_at == now + dt.timedelta(seconds=cfg.slot_ttl)
+
+
+def test_the_batch_size_bounds_a_dispatch(make_actor):
+    actor = make_actor(forward)
+    cfg = config(actor, tick_batch=2)
+    now = timezone.now()
+    first = make_crawl(now - dt.timedelta(seconds=9))
+    rows = [make_crawl(now - dt.timedelta(seconds=s)) for s in (5, 4, 3)]
+    slot, holder = hold(actor, 0, now, cfg)
+    run_ticks(actor, [first.pk], first.retry_at, cfg, now=now, slot=slot, holder=holder)
+    [(_, pks, _, _, _)] = pending_ticks()
+    assert sorted(pks) == sorted([rows[0].pk, rows[1].pk])  # the two earliest due
 
 
 def test_the_slot_is_released_when_nothing_else_is_due(make_actor):
@@ -330,15 +352,13 @@ def test_the_slot_is_released_when_nothing_else_is_due(make_actor):
     cfg = config(actor)
     now = timezone.now()
     crawl = make_crawl(now - dt.timedelta(seconds=1))
-    slot = leases.slot_key(actor.name, 1)
-    leases.slot_state(actor.name, 2, now)
-    assert leases.take_slot(slot, crawl.pk, HOLDER, now, cfg.slot_ttl)
+    slot, holder = hold(actor, 1, now, cfg)
 
-    assert run_tick(actor, crawl.pk, crawl.retry_at, slot, cfg, now=now).outcome == "wait"
+    assert run_ticks(actor, [crawl.pk], crawl.retry_at, cfg, now=now, slot=slot, holder=holder)[0].outcome == "wait"
 
-    assert (Lease.objects.get(key=slot).row_id, Lease.objects.get(key=slot).expires_at) == (None, None)
+    assert Lease.objects.get(key=slot).holder == ""
     assert pending_ticks() == []
-    assert leases.slot_state(actor.name, 2, timezone.now()).free == [leases.slot_key(actor.name, 0), slot]
+    assert leases.free_slots(actor.name, 2, timezone.now()) == [leases.slot_key(actor.name, 0), slot]
 
 
 def test_the_slot_is_passed_on_even_when_the_tick_lost(make_actor):
@@ -346,31 +366,42 @@ def test_the_slot_is_passed_on_even_when_the_tick_lost(make_actor):
     cfg = config(actor)
     now = timezone.now()
     crawl = make_crawl(now - dt.timedelta(seconds=1))
-    slot = leases.slot_key(actor.name, 0)
-    leases.slot_state(actor.name, 1, now)
-    assert leases.take_slot(slot, crawl.pk, HOLDER, now, cfg.slot_ttl)
+    slot, holder = hold(actor, 0, now, cfg)
 
     stale_seen = crawl.retry_at - dt.timedelta(seconds=1)
-    assert run_tick(actor, crawl.pk, stale_seen, slot, cfg, now=now).outcome == "lost"
+    assert run_ticks(actor, [crawl.pk], stale_seen, cfg, now=now, slot=slot, holder=holder)[0].outcome == "lost"
     # The row is still due and the only candidate: the slot goes to it again.
-    assert Lease.objects.get(key=slot).row_id == crawl.pk
-    assert pending_ticks() == [(actor.name, crawl.pk, crawl.retry_at, slot)]
+    [(_, pks, _, next_slot, _)] = pending_ticks()
+    assert (pks, next_slot) == ([crawl.pk], slot)
 
 
-def test_a_tick_does_not_touch_a_slot_that_another_row_took(make_actor):
+def test_a_batch_does_not_touch_a_slot_that_another_dispatcher_took(make_actor):
     actor = make_actor(forward)
     cfg = config(actor)
     now = timezone.now()
     crawl = make_crawl(now - dt.timedelta(seconds=2))
-    newcomer = make_crawl(now - dt.timedelta(seconds=1))
+    make_crawl(now - dt.timedelta(seconds=1))
     slot = leases.slot_key(actor.name, 0)
-    leases.slot_state(actor.name, 1, now)
-    # The tick's slot expired while its message waited, and the scan gave it to another row.
-    assert leases.take_slot(slot, newcomer.pk, HOLDER, now, cfg.slot_ttl)
+    # The batch's slot expired while its message waited, and another dispatcher took it.
+    hold(actor, 0, now, cfg)
 
-    assert run_tick(actor, crawl.pk, crawl.retry_at, slot, cfg, now=now).outcome == "transition"
-    assert Lease.objects.get(key=slot).row_id == newcomer.pk
+    assert run_ticks(actor, [crawl.pk], crawl.retry_at, cfg, now=now, slot=slot, holder="expired-holder")[0].outcome == "transition"
+    assert Lease.objects.get(key=slot).holder == "test-holder-0"
     assert pending_ticks() == []
+
+
+def test_rows_of_a_batch_are_ticked_each_on_their_own(make_actor, transitions):
+    actor = make_actor(forward)
+    cfg = config(actor)
+    now = timezone.now()
+    rows = [make_crawl(now - dt.timedelta(seconds=1)) for _ in range(3)]
+    Crawl.objects.filter(pk=rows[1].pk).update(retry_at=now + dt.timedelta(hours=1))  # moved by someone else
+
+    results = run_ticks(actor, [r.pk for r in rows], None, cfg, now=now)
+
+    assert [r.outcome for r in results] == ["transition", "lost", "transition"]
+    assert [Crawl.objects.get(pk=r.pk).status for r in rows] == ["started", "queued", "started"]
+    assert transitions.edges == [("queued -> started", True), ("queued -> started", True)]
 
 
 def test_a_users_cancel_racing_ticks_is_never_lost(make_actor):
@@ -385,7 +416,7 @@ def test_a_users_cancel_racing_ticks_is_never_lost(make_actor):
         try:
             for crawl in crawls:
                 barrier.wait(timeout=30)
-                ticks.append(run_tick(actor, crawl.pk, now, None, config(actor), now=now).outcome)
+                ticks.append(run_tick(actor, crawl.pk, now, config(actor), now=now).outcome)
         except BaseException as err:
             errors.append(err)
             barrier.abort()

@@ -1,29 +1,22 @@
 """Leases: ownership that expires by itself.
 
 The orchestrator role is the lease ``orchestrator``. Each actor type's concurrency limit
-is a set of slot leases ``slot:<actor>:<n>``; a slot records the row it was taken for,
-so the scan never dispatches a row twice, and a SIGKILLed worker's slot frees itself
-when ``expires_at`` passes.
+is a set of slot leases ``slot:<actor>:<n>``, one per batch of ticks in flight; a
+SIGKILLed worker's slot frees itself when ``expires_at`` passes.
 """
 
 from django.db import models
-from django.db.models import Q
 
 
 class Lease(models.Model):
     key = models.CharField(max_length=128, primary_key=True)
     actor = models.CharField(max_length=64, blank=True, default="")
-    row_id = models.UUIDField(null=True, blank=True)
     holder = models.CharField(max_length=128, blank=True, default="")
     machine = models.ForeignKey("core.Machine", null=True, blank=True, on_delete=models.SET_NULL, related_name="leases")
     acquired_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        # At most one slot per row: two dispatchers racing for the same row cannot both win.
-        constraints = [
-            models.UniqueConstraint(fields=["actor", "row_id"], condition=Q(row_id__isnull=False), name="lease_one_slot_per_row"),
-        ]
         indexes = [models.Index(fields=["actor", "expires_at"], name="lease_actor_expiry")]
 
     def __str__(self) -> str:
