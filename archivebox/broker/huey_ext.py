@@ -33,13 +33,17 @@ class DoorbellSqliteStorage(SqliteStorage):
     def __init__(self, name="huey", filename="huey.db", doorbell_dir=None, wait_timeout=1.0, **kwargs):
         self.wait_timeout = wait_timeout
         self.bell = Doorbell(Path(doorbell_dir or Path(filename).parent / "run"), name)
-        super().__init__(name=name, filename=filename, **kwargs)
+        # The file and its tables are created on first use, not when the module is imported.
+        super().__init__(name=name, filename=filename, create_tables=False, **kwargs)
 
     def _create_connection(self):
+        Path(self.filename).parent.mkdir(parents=True, exist_ok=True)
         conn = super()._create_connection()
         # Queue messages are hints (the DB rows are the truth): WAL + NORMAL never corrupts
         # the file and avoids an fsync per message.
         conn.execute("pragma synchronous=NORMAL")
+        for statement in self.ddl:
+            conn.execute(statement)
         return conn
 
     def enqueue(self, data, priority=None):
@@ -132,7 +136,6 @@ def build_huey(name: str, queue_dir: Path, redis_url: str = "") -> Huey:
     if redis_url:
         huey = RedisQueue(name, url=redis_url, read_timeout=1, **common)
     else:
-        queue_dir.mkdir(parents=True, exist_ok=True)
         huey = SqliteQueue(
             name,
             filename=str(queue_dir / f"{name}.sqlite3"),
