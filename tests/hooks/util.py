@@ -194,3 +194,10 @@ def timeline(path: Path) -> dict[str, dict[str, float]]:
         name, what, when = line.split()
         marks.setdefault(name, {})[what] = float(when)
     return marks
+
+
+def db_time(value: str | None) -> float | None:
+    """A datetime column as SQLite stores it (naive UTC text) -> epoch seconds."""
+    if value is None:
+        return None
+    return dt.datetime.fromisoformat(value).replace(tzinfo=dt.timezone.utc).timestamp()

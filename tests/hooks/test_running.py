@@ -1,0 +1,136 @@
+"""Running hooks: one result per hook, steps 0..9 in order, parallel steps, background hooks, crawl hooks."""
+
+from __future__ import annotations
+
+import json
+from itertools import combinations
+
+from .util import collection, db_time, hook_rows, pid_dead, results, run_with_pools, snapshot_dir, timeline
+
+STEPS_HOOKS = {
+    "on_Snapshot__00_zero.py": (0, False), "on_Snapshot__05_zero.sh": (0, False), "on_Snapshot__12_watch.finite.bg.py": (1, True),
+    "on_Snapshot__15_one.sh": (1, False), "on_Snapshot__21_par.py": (2, False), "on_Snapshot__22_par.sh": (2, False),
+    "on_Snapshot__30_soft_fail.sh": (3, False), "on_Snapshot__34_crash.py": (3, False), "on_Snapshot__50_after.py": (5, False),
+    "on_Snapshot__tail.sh": (9, False),
+}
+
+
+def test_steps_run_in_order_with_parallel_steps_non_blocking_background_and_failures_not_stopping_later_hooks(tmp_path):
+    coll = collection(tmp_path, "h_steps", HOOK_MAX_ATTEMPTS="1")
+    urls = ["https://example.com/steps/1", "https://example.com/steps/2"]
+    coll.cli("add", *urls, check=False)
+    got = results(coll)
+    for url in urls:
+        # one result per hook per snapshot, with the step (and background flag) of its name
+        rows = coll.query("SELECT hook_name, step, background FROM core_archiveresult WHERE snapshot_id="
+                          "(SELECT id FROM core_snapshot WHERE url=?)", (url,))
+        assert {r["hook_name"]: (r["step"], bool(r["background"])) for r in rows} == STEPS_HOOKS
+        assert len(rows) == len(STEPS_HOOKS)
+        status = {hook: got[(url, hook)]["status"] for hook in STEPS_HOOKS}
+        assert status == {hook: "succeeded" for hook in STEPS_HOOKS} | {
+            "on_Snapshot__30_soft_fail.sh": "failed", "on_Snapshot__34_crash.py": "failed"}
+        assert got[(url, "on_Snapshot__30_soft_fail.sh")]["output_str"] == "404 Not Found"
+        assert "exit code 1" in got[(url, "on_Snapshot__34_crash.py")]["output_str"]
+
+        marks = timeline(snapshot_dir(coll, url) / "timeline.txt")
+        assert set(marks) == set(STEPS_HOOKS) and all(set(m) == {"start", "end"} for m in marks.values()), marks
+        # no hook of step N starts before every foreground hook of the earlier steps has ended
+        for hook, (step, _) in STEPS_HOOKS.items():
+            earlier = [h for h, (s, bg) in STEPS_HOOKS.items() if s < step and not bg]
+            for other in earlier:
+                assert marks[hook]["start"] >= marks[other]["end"], f"{hook} (step {step}) started before {other} ended"
+        # the two foreground hooks of step 0, and of step 2, ran at the same time
+        for a, b in [("on_Snapshot__00_zero.py", "on_Snapshot__05_zero.sh"), ("on_Snapshot__21_par.py", "on_Snapshot__22_par.sh")]:
+            assert max(marks[a]["start"], marks[b]["start"]) < min(marks[a]["end"], marks[b]["end"]), (a, b, marks[a], marks[b])
+        # the background hook of step 1 spanned steps 2..5 without holding them back
+        watch = marks["on_Snapshot__12_watch.finite.bg.py"]
+        for later in ("on_Snapshot__21_par.py", "on_Snapshot__30_soft_fail.sh", "on_Snapshot__50_after.py"):
+            assert marks[later]["start"] < watch["end"]
+    assert coll.counts("snapshot") == {"sealed": 2} and coll.counts("crawl") == {"sealed": 1}
+
+
+def test_background_hooks_still_running_at_seal_are_terminated_and_their_results_recorded(tmp_path):
+    coll = collection(tmp_path, "h_bg", HOOK_KILL_GRACE="1")
+    url = "https://example.com/bg"
+    run_with_pools(coll, url)
+    got = results(coll)
+    sealed_at = db_time(coll.scalar("SELECT finished_at FROM core_snapshot"))
+    folder = snapshot_dir(coll, url) / "h_bg"
+
+    polite = got[(url, "on_Snapshot__10_polite.bg.py")]
+    assert polite["status"] == "succeeded" and polite["output_str"] == "stopped politely at seal", polite
+    assert float((folder / "term.txt").read_text()) >= sealed_at  # SIGTERM came after the seal, not before
+
+    rude = got[(url, "on_Snapshot__11_rude.bg.sh")]
+    assert rude["status"] == "failed" and "terminated when its snapshot was sealed" in rude["output_str"], rude
+    assert pid_dead(int((folder / "rude.txt").read_text())) and pid_dead(int((folder / "rude_child.txt").read_text()))
+
+    assert got[(url, "on_Snapshot__12_quick.bg.sh")]["status"] == "succeeded"
+    assert got[(url, "on_Snapshot__20_fg.py")]["status"] == "succeeded"
+    rows = {r["label"].split("/")[1]: r for r in hook_rows(coll)}
+    for hook in ("on_Snapshot__10_polite.bg.py", "on_Snapshot__11_rude.bg.sh"):
+        assert rows[hook]["status"] == "exited" and rows[hook]["reason"] == "terminated when its snapshot was sealed"
+        assert db_time(rows[hook]["ended_at"]) >= sealed_at
+    assert rows["on_Snapshot__10_polite.bg.py"]["exit_code"] == 0
+    assert rows["on_Snapshot__11_rude.bg.sh"]["exit_code"] == -15
+    assert rows["on_Snapshot__12_quick.bg.sh"]["reason"] == "" and rows["on_Snapshot__12_quick.bg.sh"]["exit_code"] == 0
+
+
+def test_a_background_hook_runs_until_its_own_timeout_while_steps_go_on(tmp_path):
+    """h_bgslow's step-1 background hook has a 1 s timeout; sleepy's step-4 foreground hook takes 2.5 s."""
+    coll = collection(tmp_path, "h_bgslow,sleepy", H_BGSLOW_TIMEOUT="1", HOOK_MAX_ATTEMPTS="1", SLEEPY_SECONDS="2.5")
+    url = "https://example.com/bgslow"
+    coll.cli("add", url)
+    got = results(coll)
+    slow = got[(url, "on_Snapshot__10_slow.bg.py")]
+    assert slow["status"] == "failed" and "timed out after 1s" in slow["output_str"], slow
+    assert got[(url, "on_Snapshot__40_sleepy.sh")]["status"] == "succeeded"
+    rows = {r["label"].split("/")[1]: r for r in hook_rows(coll)}
+    bg, fg = rows["on_Snapshot__10_slow.bg.py"], rows["on_Snapshot__40_sleepy.sh"]
+    # step 4's foreground hook started while the step-1 background hook ran, and outlived it
+    assert db_time(fg["started_at"]) < db_time(bg["ended_at"]) < db_time(fg["ended_at"])
+    assert 1.0 <= db_time(bg["ended_at"]) - db_time(bg["started_at"]) < 1.0 + 0.5 + 1.0  # timeout + grace + slack
+    assert bg["exit_code"] == -15 and bg["reason"] == "timed out after 1s"
+
+
+def test_crawl_hooks_run_first_with_the_crawl_id_and_their_background_hook_lives_until_the_crawl_seals(tmp_path):
+    coll = collection(tmp_path, "h_crawl", HOOK_KILL_GRACE="1")
+    urls = ["https://example.com/crawl/1", "https://example.com/crawl/2"]
+    run_with_pools(coll, *urls)
+    crawl_id = coll.scalar("SELECT id FROM core_crawl")
+    crawl_dir = next((coll.root / "crawls").iterdir())
+    assert crawl_dir.name.replace("-", "") == crawl_id.replace("-", "")
+
+    setup = json.loads((crawl_dir / "h_crawl" / "setup.json").read_text())
+    assert setup["argv"][1:] == [f"--crawl-id={crawl_dir.name}", "--depth=0"]  # no --url, no --snapshot-id
+    assert setup["cwd"] == str(crawl_dir / "h_crawl") and setup["crawl_dir"] == str(crawl_dir) and setup["snap_dir"] is None
+    daemon = json.loads((crawl_dir / "h_crawl" / "daemon.json").read_text())
+    assert daemon["start"] >= setup["end"]  # step 1 after step 0
+    term = float((crawl_dir / "h_crawl" / "daemon_term.txt").read_text())
+
+    snapshot_sealed = [db_time(r["finished_at"]) for r in coll.query("SELECT finished_at FROM core_snapshot")]
+    for url in urls:
+        seen = json.loads((snapshot_dir(coll, url) / "h_crawl" / "seen.json").read_text())
+        assert seen["start"] > setup["end"]          # crawl hooks ran before the crawl's snapshots
+        assert seen["daemon_alive"] is True          # the crawl's background hook was running
+    assert term >= max(snapshot_sealed)              # and was stopped only once the snapshots were done
+    assert term >= db_time(coll.scalar("SELECT finished_at FROM core_crawl"))
+
+    crawl_results = {r["hook_name"]: dict(r) for r in coll.query(
+        "SELECT hook_name, status, output_str, step, background FROM core_archiveresult WHERE snapshot_id IS NULL")}
+    assert crawl_results["on_Crawl__00_setup.py"]["status"] == "succeeded"
+    assert crawl_results["on_Crawl__10_daemon.bg.py"]["status"] == "succeeded"
+    assert crawl_results["on_Crawl__10_daemon.bg.py"]["output_str"] == "daemon stopped at crawl seal"
+    assert pid_dead(daemon["pid"])
+    assert {r["hook_name"] for r in coll.query("SELECT hook_name FROM core_archiveresult WHERE snapshot_id IS NOT NULL")} == {"on_Snapshot__10_snap.py"}
+    rows = {r["label"].split("/")[1]: r for r in hook_rows(coll)}
+    assert rows["on_Crawl__10_daemon.bg.py"]["reason"] == "terminated when its crawl was sealed"
+
+
+def test_hooks_of_one_step_overlap_across_many_snapshots_too(tmp_path):
+    """Two snapshots in flight: their step-2 hooks run concurrently, each snapshot keeping its own order."""
+    coll = collection(tmp_path, "h_steps", HOOK_MAX_ATTEMPTS="1")
+    urls = [f"https://example.com/many/{i}" for i in range(3)]
+    coll.cli("add", *urls, check=False)
+    spans = [timeline(snapshot_dir(coll, url) / "timeline.txt")["on_Snapshot__21_par.py"] for url in urls]
+    assert any(max(a["start"], b["start"]) < min(a["end"], b["end"]) for a, b in combinations(spans, 2)), spans
