@@ -146,7 +146,7 @@ def tick_result(result: ArchiveResult, config: EngineConfig | None = None, now: 
     """One real tick of the result (it is made due first); returns the row as the tick left it."""
     now = now or timezone.now()
     ArchiveResult.objects.filter(pk=result.pk).update(retry_at=now)
-    run_tick(actor_registry.get("ArchiveResult"), result.pk, None, None, config or engine_config(), now=now)
+    run_tick(actor_registry.get("ArchiveResult"), result.pk, None, config or engine_config(), now=now)
     return ArchiveResult.objects.get(pk=result.pk)
 
 
