@@ -18,6 +18,7 @@ Set REDIS_URL to run throughput/latency on Redis instead of the SQLite queues.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import resource
@@ -77,22 +78,31 @@ def child_throughput(tasks: int, workers: int) -> dict:
     from archivebox.core.models import Crawl  # noqa: PLC0415
     from archivebox.tasks.queue import huey  # noqa: PLC0415
 
+    from django.conf import settings  # noqa: PLC0415
+    from huey import SqliteHuey  # noqa: PLC0415
+
     done = threading.Semaphore(0)
 
-    @huey.task(name="bench_noop")
-    def bench_noop():
-        done.release()
+    def raw_rate(queue, consumer) -> float:
+        @queue.task(name="bench_noop")
+        def bench_noop():
+            done.release()
 
-    # Raw Huey: enqueue, then consume with the same consumer.
-    for _ in range(tasks):
-        bench_noop()
-    consumer = make_consumer(huey, workers)
-    started = time.perf_counter()
-    consumer.start()
-    for _ in range(tasks):
-        done.acquire()
-    raw = tasks / (time.perf_counter() - started)
-    consumer.stop(graceful=True)
+        for _ in range(tasks):
+            bench_noop()
+        started = time.perf_counter()
+        consumer.start()
+        for _ in range(tasks):
+            done.acquire()
+        rate = tasks / (time.perf_counter() - started)
+        consumer.stop(graceful=True)
+        return rate
+
+    # Raw Huey, stock: SqliteHuey with its own consumer, same worker count.
+    stock = SqliteHuey("raw", filename=str(settings.DATA_DIR / "raw-huey.sqlite3"), results=False)
+    raw_stock = raw_rate(stock, stock.create_consumer(workers=workers, periodic=False, check_worker_health=False))
+    # Raw Huey on this project's queue (SQLite with the doorbell), same consumer as the ticks.
+    raw = raw_rate(huey, make_consumer(huey, workers))
 
     # Ticks: rows due now; the orchestrator dispatches, ticks hand their slots over.
     now = timezone.now()
@@ -104,7 +114,8 @@ def child_throughput(tasks: int, workers: int) -> dict:
         time.sleep(0.005)
     ticks = tasks / (time.perf_counter() - started)
     consumer.stop(graceful=True)
-    return {"raw_huey_per_s": round(raw), "ticks_per_s": round(ticks), "ratio": round(ticks / raw, 3)}
+    return {"raw_stock_huey_per_s": round(raw_stock), "raw_huey_per_s": round(raw), "ticks_per_s": round(ticks),
+            "ratio": round(ticks / raw_stock, 3), "ratio_same_queue": round(ticks / raw, 3)}
 
 
 def child_latency(workers: int, probes: int) -> dict:
@@ -135,7 +146,7 @@ def child_latency(workers: int, probes: int) -> dict:
         """Rows written ahead of time, due at known future moments (the orchestrator sleeps until them)."""
         start = time.time() + 0.5
         rows = [Crawl(urls="https://example.com", label=f"{kind}:{start + i * spacing}",
-                      retry_at=timezone.datetime.fromtimestamp(start + i * spacing, tz=timezone.utc)) for i in range(count)]
+                      retry_at=dt.datetime.fromtimestamp(start + i * spacing, tz=dt.timezone.utc)) for i in range(count)]
         Crawl.objects.bulk_create(rows)
         deadline = time.time() + count * spacing + 10
         while len(samples.get(kind, [])) < count and time.time() < deadline:
@@ -210,7 +221,8 @@ def child_scan(finished: int, due: int) -> dict:
         times = []
         for _ in range(count):
             if free_slots:
-                Lease.objects.filter(actor=actor.name).update(row_id=None, holder="", expires_at=None)
+                Lease.objects.filter(actor=actor.name).update(holder="", expires_at=None)
+                Crawl.objects.filter(status="queued", claimed=True).update(retry_at=due_at, claimed=False)
                 huey.storage.flush_queue()
             t0 = time.perf_counter()
             orchestrator.run_single_cycle()
@@ -279,10 +291,11 @@ def main() -> None:
     backend = "redis" if os.environ.get("REDIS_URL") else "sqlite"
     if args.what in ("throughput", "all"):
         rounds = [run_child("throughput", "--tasks", str(args.tasks), "--workers", str(args.workers)) for _ in range(args.rounds)]
-        print(f"throughput ({backend}, {args.workers} workers, {args.tasks} tasks, {args.rounds} rounds): "
-              f"raw Huey {statistics.median(r['raw_huey_per_s'] for r in rounds):.0f}/s, "
-              f"ticks {statistics.median(r['ticks_per_s'] for r in rounds):.0f}/s, "
-              f"ratio {statistics.median(r['ratio'] for r in rounds):.2f}  {rounds}")
+        median = lambda key: statistics.median(r[key] for r in rounds)  # noqa: E731
+        print(f"throughput ({backend}, {args.workers} workers, {args.tasks} tasks, median of {args.rounds} rounds): "
+              f"stock SqliteHuey no-op {median('raw_stock_huey_per_s'):.0f}/s, project queue no-op {median('raw_huey_per_s'):.0f}/s, "
+              f"no-op ticks {median('ticks_per_s'):.0f}/s; ratio to stock Huey {median('ratio'):.2f}, "
+              f"to the same queue {median('ratio_same_queue'):.2f}")
     if args.what in ("latency", "all"):
         result = run_child("latency", "--workers", str(args.workers), "--probes", str(args.probes))
         for kind, figures in result.items():

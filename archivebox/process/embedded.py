@@ -41,6 +41,7 @@ class EmbeddedWorkers:
         self._started = True
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, self._on_signal)
+        self.tend()
 
     def _on_signal(self, signum, frame) -> None:
         self._signals += 1

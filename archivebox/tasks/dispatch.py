@@ -58,7 +58,7 @@ def dispatch_due(actor: ActorType, config: EngineConfig, now: dt.datetime) -> Di
     if limit <= 0:
         return Dispatched(False, 0)
     free = leases.free_slots(actor.name, limit, now)
-    if not actor.due(now).exists():
+    if not rowsql.any_due(actor.model, actor.statuses, now):
         return Dispatched(False, 0)
     dispatched = 0
     for slot in free:

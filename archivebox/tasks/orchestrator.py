@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 
@@ -27,7 +28,7 @@ from archivebox.config import EngineConfig
 from archivebox.core.models import Machine
 from archivebox.core.models.base import StatefulModel
 from archivebox.lifecycle import notify
-from archivebox.tasks import leases
+from archivebox.tasks import leases, rowsql
 from archivebox.tasks.dispatch import dispatch_due
 from archivebox.tasks.queue import huey
 from archivebox.tasks.registry import ACTOR_TYPES, ActorType
@@ -37,6 +38,10 @@ logger = logging.getLogger(__name__)
 
 # Shortest sleep between passes while rows are being dispatched.
 BUSY_PAUSE = 0.005
+# For this long after the last dispatch the loop looks again every ACTIVE_POLL seconds, so a
+# retry_at that a tick wrote a moment ago (a backoff, a short wait) is not overslept.
+ACTIVE_WINDOW = 10.0
+ACTIVE_POLL = 0.05
 
 
 class Orchestrator:
@@ -51,6 +56,7 @@ class Orchestrator:
         self.token = f"{HOLDER}:{uuid.uuid4().hex[:8]}"
         self.leading = False
         self._next_orphan_check: dt.datetime | None = None
+        self._last_activity = float("-inf")
 
     def run_single_cycle(self, now: dt.datetime | None = None) -> float:
         """One pass. Returns how long to sleep before the next one."""
@@ -68,6 +74,8 @@ class Orchestrator:
         notify("on_orchestrator_tick_started", orchestrator=self, actor_types=self.actor_types)
         results = [dispatch_due(actor, self.config, now) for actor in self.actor_types]
         self.check_orphans(now)
+        if any(r.due for r in results):
+            self._last_activity = time.monotonic()
         if any(r.dispatched for r in results):
             return BUSY_PAUSE
         next_due = self.next_due(now)
@@ -77,16 +85,15 @@ class Orchestrator:
 
     def sleep_until(self, next_due: dt.datetime | None, now: dt.datetime) -> float:
         cap = min(self.config.orchestrator_idle_poll, self.config.orchestrator_lease_ttl / 3)
+        if time.monotonic() - self._last_activity < ACTIVE_WINDOW:
+            cap = min(cap, ACTIVE_POLL)
         if next_due is None:
             return cap
         return max(BUSY_PAUSE, min(cap, (next_due - now).total_seconds()))
 
     def next_due(self, now: dt.datetime) -> dt.datetime | None:
         """The earliest future ``retry_at`` among rows any actor type ticks."""
-        upcoming = [
-            actor.model.objects.filter(retry_at__gt=now, status__in=actor.statuses).order_by("retry_at").values_list("retry_at", flat=True).first()
-            for actor in self.actor_types
-        ]
+        upcoming = [rowsql.next_due(actor.model, actor.statuses, now) for actor in self.actor_types]
         return min((t for t in upcoming if t is not None), default=None)
 
     def check_orphans(self, now: dt.datetime) -> int:

@@ -18,16 +18,23 @@ from archivebox.tasks.registry import ACTOR_TYPES  # noqa: E402
 
 
 class OrchestratorListener:
-    """Starts this consumer's orchestrator loop (standby unless it wins the lease)."""
+    """Starts this consumer's orchestrator loop (standby unless it wins the lease).
+
+    It starts on the consumer's first loop, once the workers run and the signal handlers
+    are installed, so a signal can never find a dispatching orchestrator without them.
+    """
 
     def __init__(self, consumer):
         self.consumer = consumer
+        self.started = False
 
     def on_start(self) -> None:
-        orchestrator.start_in_this_process()
+        pass
 
     def on_loop(self) -> None:
-        pass
+        if not self.started:
+            self.started = True
+            orchestrator.start_in_this_process()
 
     def on_stop(self, graceful: bool) -> None:
         orchestrator.LOOP.stop()

@@ -17,10 +17,10 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.db import transaction
+from django.db.models import Count
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
-
 from huey_monitor.admin import SignalInfoModelAdmin, TaskModelAdmin
 from huey_monitor.models import SignalInfoModel, TaskModel
 
@@ -98,7 +98,8 @@ class StatefulAdmin(admin.ModelAdmin):
 
 def _report(modeladmin, request, done: int, total: int, verb: str, noun: str) -> None:
     level = messages.SUCCESS if done else messages.WARNING
-    modeladmin.message_user(request, f"{verb} {done} of {total} selected {noun} (the others were already finished).", level)
+    rest = " (the others were already finished)" if done < total else ""
+    modeladmin.message_user(request, f"{verb} {done} of {total} selected {noun}{rest}.", level)
 
 
 def _retry(modeladmin, request, results) -> None:
@@ -177,9 +178,12 @@ class CrawlAdmin(StatefulAdmin):
         if not change:
             transaction.on_commit(lambda: kick(registry.get("Crawl"), [(obj.pk, obj.retry_at)], settings.ENGINE))
 
-    @admin.display(description="snapshots")
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(snapshot_count=Count("snapshots"))
+
+    @admin.display(description="snapshots", ordering="snapshot_count")
     def snapshots_link(self, obj):
-        return list_link(Snapshot, f"{obj.snapshots.count()} snapshot(s)", crawl__id__exact=obj.pk)
+        return list_link(Snapshot, f"{obj.snapshot_count} snapshot(s)", crawl__id__exact=obj.pk)
 
     @admin.display(description="results")
     def results_link(self, obj):
@@ -390,9 +394,12 @@ class TagAdmin(admin.ModelAdmin):
     search_fields = ("name", "slug")
     readonly_fields = ("created_at",)
 
-    @admin.display(description="snapshots")
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(snapshot_count=Count("snapshots"))
+
+    @admin.display(description="snapshots", ordering="snapshot_count")
     def snapshots_link(self, obj):
-        return list_link(Snapshot, f"{obj.snapshots.count()} snapshot(s)", tags__id__exact=obj.pk)
+        return list_link(Snapshot, f"{obj.snapshot_count} snapshot(s)", tags__id__exact=obj.pk)
 
 
 @admin.register(Lease)
