@@ -25,6 +25,7 @@ Prints figures; it asserts nothing about them.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import statistics
@@ -96,7 +97,7 @@ def child(mode: str, workload: str, tasks: int, workers: int, flush_interval: fl
         parked = timezone.now() + dt.timedelta(days=1)
         rows = Crawl.objects.bulk_create([Crawl(urls=f"https://example.com/{n}", retry_at=parked) for n in range(tasks)])
         for row in rows:
-            ticks.tick("BenchCrawl", row.pk, parked, None)
+            enqueue_tick(ticks.tick, "BenchCrawl", row.pk, parked)
 
     consumer = huey.create_consumer(workers=workers, periodic=True, check_worker_health=True)
     started = time.perf_counter()
@@ -118,6 +119,15 @@ def child(mode: str, workload: str, tasks: int, workers: int, flush_interval: fl
             "per_second": round(tasks / elapsed, 1), "monitor_signals": signals, "final_flush_seconds": round(lag, 3),
             "dropped": monitor.RECORDER.dropped, "writer_cpu_seconds": round(monitor.RECORDER.writer_cpu, 3),
             "process_cpu_seconds": round(time.process_time(), 3)}
+
+
+def enqueue_tick(task, actor_name: str, pk, seen) -> None:
+    """Enqueue the engine's real ``tick`` task for one row, whichever of its signatures this checkout has
+
+    (``(actor_name, pk, seen, slot)`` or the batched ``(actor_name, pks, token, slot, holder)``).
+    """
+    values = {"actor_name": actor_name, "pk": pk, "pks": [pk], "seen": seen, "token": seen, "slot": None, "holder": None}
+    task(*(values[name] for name in inspect.signature(task.func).parameters))
 
 
 def measure(mode: str, workload: str, tasks: int, workers: int, flush_interval: float | None = None) -> dict:
