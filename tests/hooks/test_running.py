@@ -107,6 +107,8 @@ def test_crawl_hooks_run_first_with_the_crawl_id_and_their_background_hook_lives
     daemon = json.loads((crawl_dir / "h_crawl" / "daemon.json").read_text())
     assert daemon["start"] >= setup["end"]  # step 1 after step 0
     term = float((crawl_dir / "h_crawl" / "daemon_term.txt").read_text())
+    ready = json.loads((crawl_dir / "h_crawl" / "ready.json").read_text())
+    assert setup["end"] <= ready["start"] < term  # step 2 ran while the step-1 background hook still ran
 
     snapshot_sealed = [db_time(r["finished_at"]) for r in coll.query("SELECT finished_at FROM core_snapshot")]
     for url in urls:
@@ -119,6 +121,7 @@ def test_crawl_hooks_run_first_with_the_crawl_id_and_their_background_hook_lives
     crawl_results = {r["hook_name"]: dict(r) for r in coll.query(
         "SELECT hook_name, status, output_str, step, background FROM core_archiveresult WHERE snapshot_id IS NULL")}
     assert crawl_results["on_Crawl__00_setup.py"]["status"] == "succeeded"
+    assert crawl_results["on_Crawl__20_ready.py"]["status"] == "succeeded"
     assert crawl_results["on_Crawl__10_daemon.bg.py"]["status"] == "succeeded"
     assert crawl_results["on_Crawl__10_daemon.bg.py"]["output_str"] == "daemon stopped at crawl seal"
     assert pid_dead(daemon["pid"])
