@@ -65,6 +65,9 @@ def test_background_hooks_still_running_at_seal_are_terminated_and_their_results
     assert rude["status"] == "failed" and "terminated when its snapshot was sealed" in rude["output_str"], rude
     assert pid_dead(int((folder / "rude.txt").read_text())) and pid_dead(int((folder / "rude_child.txt").read_text()))
 
+    deaf = got[(url, "on_Snapshot__13_deaf.bg.py")]
+    assert deaf["status"] == "failed" and "terminated when its snapshot was sealed" in deaf["output_str"], deaf
+    assert pid_dead(int((folder / "deaf_pid.txt").read_text()))
     assert got[(url, "on_Snapshot__12_quick.bg.sh")]["status"] == "succeeded"
     assert got[(url, "on_Snapshot__20_fg.py")]["status"] == "succeeded"
     rows = {r["label"].split("/")[1]: r for r in hook_rows(coll)}
@@ -73,6 +76,9 @@ def test_background_hooks_still_running_at_seal_are_terminated_and_their_results
         assert db_time(rows[hook]["ended_at"]) >= sealed_at
     assert rows["on_Snapshot__10_polite.bg.py"]["exit_code"] == 0
     assert rows["on_Snapshot__11_rude.bg.sh"]["exit_code"] == -15
+    deaf_row = rows["on_Snapshot__13_deaf.bg.py"]
+    assert (deaf_row["exit_code"], deaf_row["reason"]) == (-9, "terminated when its snapshot was sealed")  # SIGKILL after the grace
+    assert db_time(deaf_row["ended_at"]) - sealed_at >= 1.0
     assert rows["on_Snapshot__12_quick.bg.sh"]["reason"] == "" and rows["on_Snapshot__12_quick.bg.sh"]["exit_code"] == 0
 
 
