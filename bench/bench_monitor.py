@@ -100,11 +100,11 @@ def child(mode: str, workload: str, tasks: int, workers: int, flush_interval: fl
             enqueue_tick(ticks.tick, "BenchCrawl", row.pk, parked)
 
     consumer = huey.create_consumer(workers=workers, periodic=True, check_worker_health=True)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     consumer.start()
     if not finished.wait(timeout=600):
         raise SystemExit(f"only {completed} of {tasks} tasks completed in 600 s")
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     consumer.stop(graceful=True)
     flush_started = time.perf_counter()
     monitor.RECORDER.close()
@@ -118,7 +118,7 @@ def child(mode: str, workload: str, tasks: int, workers: int, flush_interval: fl
     return {"mode": mode, "workload": workload, "tasks": tasks, "seconds": round(elapsed, 3),
             "per_second": round(tasks / elapsed, 1), "monitor_signals": signals, "final_flush_seconds": round(lag, 3),
             "dropped": monitor.RECORDER.dropped, "writer_cpu_seconds": round(monitor.RECORDER.writer_cpu, 3),
-            "process_cpu_seconds": round(time.process_time(), 3)}
+            "cpu_us_per_task": round(cpu / tasks * 1e6, 1)}
 
 
 def enqueue_tick(task, actor_name: str, pk, seen) -> None:
@@ -168,13 +168,22 @@ def main() -> None:
                 result = measure(mode, workload, args.tasks, args.workers, args.flush_interval)
                 runs[mode].append(result)
                 print(f"  {workload:5} {mode:5} round {round_no + 1}: {result['per_second']:8.1f} tasks/s "
-                      f"in {result['seconds']:.2f} s ({result['monitor_signals']} monitor signals, writer CPU "
-                      f"{result['writer_cpu_seconds']:.2f} s, process CPU {result['process_cpu_seconds']:.1f} s, "
+                      f"in {result['seconds']:.2f} s, {result['cpu_us_per_task']:6.1f} us CPU/task "
+                      f"({result['monitor_signals']} monitor signals, writer CPU {result['writer_cpu_seconds']:.2f} s, "
                       f"final flush {result['final_flush_seconds']} s)", flush=True)
-        medians = {mode: statistics.median(r["per_second"] for r in results) for mode, results in runs.items()}
-        print(f"{workload}: monitor off {medians['off']:.1f} tasks/s, on {medians['on']:.1f} tasks/s, "
-              f"ratio on/off {medians['on'] / medians['off']:.2f}"
-              + (f"; stock handler {medians['stock']:.1f} tasks/s, ratio {medians['stock'] / medians['off']:.2f}" if "stock" in medians else ""))
+        summarize(workload, runs)
+
+
+def summarize(workload: str, runs: dict[str, list[dict]]) -> None:
+    """Medians per mode, and the median of per-round ratios (each round's runs are adjacent in time)."""
+    speed = {mode: statistics.median(r["per_second"] for r in results) for mode, results in runs.items()}
+    cpu = {mode: statistics.median(r["cpu_us_per_task"] for r in results) for mode, results in runs.items()}
+    for mode in [m for m in runs if m != "off"]:
+        pairs = [on["per_second"] / off["per_second"] for on, off in zip(runs[mode], runs["off"])]
+        print(f"{workload}: monitor off {speed['off']:.1f} tasks/s ({cpu['off']:.0f} us CPU/task), "
+              f"{mode} {speed[mode]:.1f} tasks/s ({cpu[mode]:.0f} us CPU/task); throughput ratio {mode}/off: "
+              f"median of medians {speed[mode] / speed['off']:.2f}, median of rounds {statistics.median(pairs):.2f} "
+              f"(rounds {', '.join(f'{r:.2f}' for r in pairs)}); CPU ratio off/{mode} {cpu['off'] / cpu[mode]:.2f}")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import datetime as dt
+import json
 import logging
 import os
 import random
@@ -82,10 +83,12 @@ def _random_uuid_int() -> int:
 
 
 class _Sql:
-    """The few statements a batch needs, with values prepared the way the connection's backend stores them.
+    """The two statements a batch needs, with values prepared the way the connection's backend stores them.
 
-    Rows are built as plain tuples (no model instances): the writer handles thousands of
-    signals a second and must leave the CPU to the workers.
+    The writer handles thousands of signals a second and must leave the CPU (and the GIL)
+    to the workers: rows are plain tuples, never model instances, and on SQLite a whole
+    batch goes in as one JSON parameter that SQLite unpacks itself (``json_each``), so
+    Python binds two parameters per statement instead of ten per row.
     """
 
     TASK_COLUMNS = ("task_id", "name", "create_dt", "update_dt", "state_id", "finished")
@@ -94,6 +97,7 @@ class _Sql:
     def __init__(self, using: str):
         self.conn = connections[using]
         self.sqlite = self.conn.vendor == "sqlite"
+        self._seconds: dict[int, str] = {}
         q = self.conn.ops.quote_name
         task_table, signal_table = q(TaskModel._meta.db_table), q(SignalInfoModel._meta.db_table)
         self.task_defaults = self._defaults(TaskModel, self.TASK_COLUMNS)
@@ -102,15 +106,16 @@ class _Sql:
         # One upsert per task. A task only ever moves forward in time: an older signal (a
         # producer's "enqueued" written after the consumer's "complete") never replaces a
         # newer state, a finished task stays finished, and the earliest signal dates it.
-        newer = f"{q('excluded')}.{q('update_dt')} >= {task_table}.{q('update_dt')} OR {task_table}.{q('update_dt')} IS NULL"
+        new, old = q("excluded"), task_table
+        newer = f"{new}.{q('update_dt')} >= {old}.{q('update_dt')} OR {old}.{q('update_dt')} IS NULL"
         self.upsert_tasks = (
             self._insert(task_table, self.TASK_COLUMNS, self.task_defaults)
             + f" ON CONFLICT ({q('task_id')}) DO UPDATE SET"
-            f" {q('state_id')} = CASE WHEN {newer} THEN {q('excluded')}.{q('state_id')} ELSE {task_table}.{q('state_id')} END,"
-            f" {q('update_dt')} = CASE WHEN {newer} THEN {q('excluded')}.{q('update_dt')} ELSE {task_table}.{q('update_dt')} END,"
-            f" {q('finished')} = ({task_table}.{q('finished')} OR {q('excluded')}.{q('finished')}),"
-            f" {q('create_dt')} = CASE WHEN {q('excluded')}.{q('create_dt')} < {task_table}.{q('create_dt')}"
-            f" THEN {q('excluded')}.{q('create_dt')} ELSE {task_table}.{q('create_dt')} END"
+            f" {q('state_id')} = CASE WHEN {newer} THEN {new}.{q('state_id')} ELSE {old}.{q('state_id')} END,"
+            f" {q('update_dt')} = CASE WHEN {newer} THEN {new}.{q('update_dt')} ELSE {old}.{q('update_dt')} END,"
+            f" {q('finished')} = ({old}.{q('finished')} OR {new}.{q('finished')}),"
+            f" {q('create_dt')} = CASE WHEN {new}.{q('create_dt')} < {old}.{q('create_dt')}"
+            f" THEN {new}.{q('create_dt')} ELSE {old}.{q('create_dt')} END"
         )
 
     def _defaults(self, model, dynamic: tuple[str, ...]) -> dict[str, object]:
@@ -119,8 +124,18 @@ class _Sql:
 
     def _insert(self, table: str, columns: tuple[str, ...], defaults: dict) -> str:
         quote = self.conn.ops.quote_name
-        names = [*columns, *defaults]
-        return f"INSERT INTO {table} ({', '.join(quote(n) for n in names)}) VALUES ({', '.join(['%s'] * len(names))})"
+        names = ", ".join(quote(n) for n in (*columns, *defaults))
+        if self.sqlite:
+            # "WHERE true" keeps SQLite from reading a following ON CONFLICT as part of the SELECT.
+            values = [f"json_extract(value, '$[{i}]')" for i in range(len(columns))] + ["%s"] * len(defaults)
+            return f"INSERT INTO {table} ({names}) SELECT {', '.join(values)} FROM json_each(%s) WHERE true"
+        return f"INSERT INTO {table} ({names}) VALUES ({', '.join(['%s'] * (len(columns) + len(defaults)))})"
+
+    def run(self, cursor, statement: str, rows: list[tuple], defaults: dict) -> None:
+        if self.sqlite:
+            cursor.execute(statement, [*defaults.values(), json.dumps(rows)])
+        else:
+            cursor.executemany(statement, [(*row, *defaults.values()) for row in rows])
 
     def uuid(self, value: str | int) -> object:
         if isinstance(value, int):
@@ -128,9 +143,15 @@ class _Sql:
         return value.replace("-", "") if self.sqlite else uuid.UUID(value)
 
     def when(self, timestamp: float) -> object:
-        if self.sqlite:  # how Django's SQLite backend stores an aware datetime: naive UTC text
-            return dt.datetime.fromtimestamp(timestamp, tz=dt.timezone.utc).replace(tzinfo=None).isoformat(" ", "microseconds")
-        return _when(timestamp)
+        if not self.sqlite:
+            return _when(timestamp)
+        # How Django's SQLite backend stores an aware datetime: naive UTC text. Signals of a
+        # batch share their seconds, so the formatted second is reused.
+        second = int(timestamp)
+        prefix = self._seconds.get(second)
+        if prefix is None:
+            prefix = self._seconds[second] = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(second))
+        return f"{prefix}.{int((timestamp - second) * 1_000_000):06d}"
 
 
 def write_events(events: Sequence[Event], using: str, hostname: str) -> int:
@@ -139,7 +160,6 @@ def write_events(events: Sequence[Event], using: str, hostname: str) -> int:
         return 0
     sql = _Sql(using)
     host = hostname[:128]
-    task_consts, signal_consts = tuple(sql.task_defaults.values()), tuple(sql.signal_defaults.values())
     firsts: dict[str, Event] = {}
     lasts: dict[str, tuple[Event, object]] = {}
     ended: set[str] = set()
@@ -158,12 +178,12 @@ def write_events(events: Sequence[Event], using: str, hostname: str) -> int:
         if event.signal in ENDED:
             ended.add(task_id)
         signals.append((signal_id, host, event.pid, event.thread[:128], key, event.signal, event.exception_line, event.exception,
-                        sql.when(event.at), *signal_consts))
+                        sql.when(event.at)))
     tasks = [(task_keys[task_id], first.name, sql.when(first.at), sql.when(lasts[task_id][0].at), lasts[task_id][1],
-              task_id in ended, *task_consts) for task_id, first in firsts.items()]
+              task_id in ended) for task_id, first in firsts.items()]
     with transaction.atomic(using=using), sql.conn.cursor() as cursor:
-        cursor.executemany(sql.insert_signals, signals)
-        cursor.executemany(sql.upsert_tasks, tasks)
+        sql.run(cursor, sql.insert_signals, signals, sql.signal_defaults)
+        sql.run(cursor, sql.upsert_tasks, tasks, sql.task_defaults)
     return len(signals)
 
 

@@ -1,0 +1,125 @@
+"""Archive a generated local site end to end: wall time, CPU seconds, peak memory.
+
+The workload the issue compares against: 100 local pages, five plugins (wget, favicon,
+htmltotext, hashes, parse_html_urls), `archivebox add` in the foreground (both worker
+pools in the one process), on a loopback HTTP server that this script starts. The
+figures:
+
+  wall        seconds from `archivebox add` start to its exit (every snapshot sealed)
+  cpu         user + system CPU seconds of archivebox and every process it started
+  peak rss    the largest total resident memory of archivebox's process tree at any
+              moment, sampled every 20 ms (the HTTP server is not counted)
+
+Usage:  .venv/bin/python bench/bench_archive.py [--pages 100] [--rounds 3] [--plugins ...]
+Reference (measured on this 2-core machine): ArchiveBox 0.9.73, same five plugins,
+100 local URLs: 104.9 s wall, about 1.8 CPU-seconds per URL, about 970 MB resident.
+Prints figures; it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+HERE = Path(__file__).resolve()
+sys.path.insert(0, str(HERE.parent.parent / "tests"))
+
+from localsite import generate_site, serve_site  # noqa: E402
+
+VENV_BIN = Path(sys.executable).parent
+PLUGINS = "wget,favicon,htmltotext,hashes,parse_html_urls"
+REFERENCE = {"wall": 104.9, "cpu_per_url": 1.8, "rss_mb": 970}
+
+
+def tree_rss(root: psutil.Process) -> int:
+    total = 0
+    for proc in [root, *root.children(recursive=True)]:
+        try:
+            total += proc.memory_info().rss
+        except psutil.Error:
+            continue
+    return total
+
+
+def one_round(pages: int, plugins: str, env_extra: dict) -> dict:
+    with tempfile.TemporaryDirectory(prefix="abx-archive-") as tmp:
+        site_root, data_dir = Path(tmp) / "site", Path(tmp) / "data"
+        site_root.mkdir()
+        data_dir.mkdir()
+        with serve_site(site_root) as base_url:
+            info = generate_site(site_root, pages=pages, base_url=base_url)
+            urls = [page.url for page in info.pages][:pages]
+            listing = data_dir / "urls.txt"
+            listing.write_text("\n".join(urls) + "\n")
+            env = {**os.environ, "DATA_DIR": str(data_dir), "PLUGINS": plugins, **env_extra}
+            subprocess.run([str(VENV_BIN / "archivebox"), "init", "-q"], env=env, check=True)
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            started = time.perf_counter()
+            proc = subprocess.Popen([str(VENV_BIN / "archivebox"), "add", "--file", str(listing)], env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            peak, root = 0, psutil.Process(proc.pid)
+            stop = threading.Event()
+
+            def sample() -> None:
+                nonlocal peak
+                while not stop.is_set():
+                    try:
+                        peak = max(peak, tree_rss(root))
+                    except psutil.Error:
+                        pass
+                    stop.wait(0.02)
+
+            sampler = threading.Thread(target=sample, daemon=True)
+            sampler.start()
+            out, err = proc.communicate()
+            wall = time.perf_counter() - started
+            stop.set()
+            sampler.join()
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            if proc.returncode != 0:
+                raise SystemExit(f"archivebox add failed ({proc.returncode}):\n{out}\n{err[-3000:]}")
+            listed = subprocess.run([str(VENV_BIN / "archivebox"), "list", "--json"], env=env, capture_output=True, text=True, check=True)
+            snapshots = [json.loads(line) for line in listed.stdout.splitlines() if line.strip()]
+            results = [r for s in snapshots for r in s["results"]]
+            cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+            return {
+                "wall": wall, "cpu": cpu, "rss_mb": peak / 2**20, "snapshots": len(snapshots),
+                "sealed": sum(s["status"] == "sealed" for s in snapshots),
+                "results": {status: sum(r["status"] == status for r in results) for status in {r["status"] for r in results}},
+            }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pages", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--plugins", default=PLUGINS)
+    args = parser.parse_args()
+    rounds = [one_round(args.pages, args.plugins, {}) for _ in range(args.rounds)]
+    wall = statistics.median(r["wall"] for r in rounds)
+    cpu = statistics.median(r["cpu"] for r in rounds)
+    rss = statistics.median(r["rss_mb"] for r in rounds)
+    print(f"archive {args.pages} local pages with {args.plugins} (median of {args.rounds}):")
+    print(f"  wall {wall:.1f} s ({wall / args.pages * 1000:.0f} ms per URL), CPU {cpu:.1f} s ({cpu / args.pages:.3f} s per URL), "
+          f"peak RSS {rss:.0f} MB")
+    if args.pages == 100 and args.plugins == PLUGINS:
+        print(f"  vs ArchiveBox 0.9.73 reference: {REFERENCE['wall'] / wall:.1f}x faster wall, "
+              f"{REFERENCE['cpu_per_url'] * args.pages / cpu:.1f}x less CPU, {REFERENCE['rss_mb'] / rss:.1f}x less memory")
+    for r in rounds:
+        print(f"  round: wall {r['wall']:.1f} s, cpu {r['cpu']:.1f} s, rss {r['rss_mb']:.0f} MB, "
+              f"{r['sealed']}/{r['snapshots']} sealed, results {r['results']}")
+
+
+if __name__ == "__main__":
+    main()
