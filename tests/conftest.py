@@ -7,6 +7,7 @@ each test its own data dir.
 """
 
 import os
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -21,6 +22,7 @@ os.environ["DATA_DIR"] = str(SESSION_DATA_DIR)
 os.environ["PLUGIN_DIRS"] = str(TESTS_DIR / "fixtures" / "plugins")
 os.environ.setdefault("PLUGINS", "noop")
 
+import helpers  # noqa: E402
 from archivebox import boot  # noqa: E402
 
 boot.setup()
@@ -37,6 +39,14 @@ for alias in settings.DATABASES:
     call_command("migrate", database=alias, verbosity=0)
 
 CORE_TABLES = ["core_process", "core_archiveresult", "core_snapshot_tags", "core_snapshot", "core_crawl", "core_tag", "core_lease", "core_machine"]
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_consumers():
+    """Consumers a test started are killed at its end, passed or failed."""
+    yield
+    while helpers.LIVE_COLLECTIONS:
+        helpers.LIVE_COLLECTIONS.pop().stop_all(signal.SIGKILL)
 
 
 @pytest.fixture(autouse=True)

@@ -29,10 +29,17 @@ def wait_until(predicate: Callable[[], object], timeout: float = 30.0, interval:
         time.sleep(interval)
 
 
+LIVE_COLLECTIONS: list["Collection"] = []
+
+
 class Collection:
-    """A data dir of its own, with the CLI and consumers run as real subprocesses."""
+    """A data dir of its own, with the CLI and consumers run as real subprocesses.
+
+    Consumers it starts are killed after the test even if the test fails (see conftest).
+    """
 
     def __init__(self, root: Path, plugins: str = "noop", extra_env: dict | None = None):
+        LIVE_COLLECTIONS.append(self)
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.env = {

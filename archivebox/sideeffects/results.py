@@ -61,11 +61,14 @@ def wake_step(owner_kind: str, owner_id, step: int) -> None:
 @sideeffect
 def result_finished(result_id) -> None:
     """A result is final: its owner may advance a step or seal; its index changes."""
-    result = ArchiveResult.objects.filter(pk=result_id).values("snapshot_id", "crawl_id").first()
+    result = ArchiveResult.objects.filter(pk=result_id).values("snapshot_id", "crawl_id", "step").first()
     if result is None:
         return
-    if result["snapshot_id"] is not None:
-        wake_rows(Snapshot, [result["snapshot_id"]])
-        index_effects.write_index.run(result["snapshot_id"])
-    else:
-        wake_rows(Crawl, [result["crawl_id"]])
+    owner_kind, owner_model, owner_id = (("Snapshot", Snapshot, result["snapshot_id"]) if result["snapshot_id"] is not None
+                                         else ("Crawl", Crawl, result["crawl_id"]))
+    # The owner only has something to decide once no foreground result of this step (or an
+    # earlier one) is left unfinished.
+    if not results_of(owner_kind, owner_id).filter(step__lte=result["step"], background=False, retry_at__isnull=False).exists():
+        wake_rows(owner_model, [owner_id])
+    if owner_kind == "Snapshot":
+        index_effects.write_index.run(owner_id)

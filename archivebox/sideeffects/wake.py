@@ -7,12 +7,11 @@ import logging
 from collections.abc import Iterable
 
 from django.conf import settings
-from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
 from archivebox.core.models import ArchiveResult, Process
 from archivebox.sideeffects.queue import sideeffect
-from archivebox.tasks import registry
+from archivebox.tasks import leases, registry, rowsql
 from archivebox.tasks.dispatch import kick
 
 logger = logging.getLogger(__name__)
@@ -28,20 +27,21 @@ def parked(now: dt.datetime) -> dt.datetime:
 
 
 def wake_rows(model, pks: Iterable) -> int:
-    """Make unfinished rows due now (never touching their status) and kick them."""
+    """Make unfinished rows due now (never touching their status); returns how many changed.
+
+    A row a tick has claimed keeps its claim and is marked ``woken``: the tick's own write
+    then makes it due at once. The rows are dispatched by the next batch of their actor
+    type that finishes (its slot passes on to them) or, when none is running, here.
+    """
     pks = list(pks)
+    if not pks:
+        return 0
     woken = 0
     for start in range(0, len(pks), CHUNK):
-        chunk = pks[start:start + CHUNK]
-        now = timezone.now()
-        # A row a tick has claimed keeps its claim and is marked woken; the tick's own write
-        # then makes it due at once (see archivebox.transitions.cas.release).
-        woken += model.objects.filter(pk__in=chunk, retry_at__gt=now).update(
-            retry_at=Case(When(claimed=True, then=F("retry_at")), default=Value(now)),
-            woken=Case(When(claimed=True, then=Value(True)), default=F("woken")),
-        )
-        due = model.objects.filter(pk__in=chunk, retry_at__lte=now).values_list("pk", "retry_at")
-        kick(registry.get(model.__name__), due, settings.ENGINE)
+        woken += rowsql.wake(model, pks[start:start + CHUNK], timezone.now())
+    actor = registry.get(model.__name__)
+    if not leases.busy_slots(actor.name, timezone.now()):
+        kick(actor, pks, settings.ENGINE)
     return woken
 
 

@@ -6,7 +6,8 @@ from archivebox.tasks.registry import ActorType, register
 from archivebox.transitions import archiveresult, crawl, process, snapshot
 
 CRAWL = register(ActorType("Crawl", Crawl, handlers.handle_crawl, crawl.transition_crawl_give_up, tuple(Crawl.graph.non_final())))
-SNAPSHOT = register(ActorType("Snapshot", Snapshot, handlers.handle_snapshot, snapshot.transition_snapshot_give_up, tuple(Snapshot.graph.non_final())))
+SNAPSHOT = register(ActorType("Snapshot", Snapshot, handlers.handle_snapshot, snapshot.transition_snapshot_give_up,
+                              tuple(Snapshot.graph.non_final()), related=("crawl",)))
 ARCHIVE_RESULT = register(ActorType("ArchiveResult", ArchiveResult, handlers.handle_result, archiveresult.transition_archiveresult_give_up,
-                                    tuple(ArchiveResult.graph.non_final())))
+                                    tuple(ArchiveResult.graph.non_final()), related=("snapshot", "crawl")))
 PROCESS = register(ActorType("Process", Process, handlers.handle_process, process.transition_process_give_up, tuple(Process.graph.non_final())))

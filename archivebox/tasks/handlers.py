@@ -67,6 +67,14 @@ def step_progress(results: QuerySet, current: int) -> tuple[str, int | None]:
     return "done", None
 
 
+def advance_check(results: QuerySet, step: int, now: dt.datetime) -> dt.datetime:
+    """After advancing to ``step``: its foreground hooks wake the owner when they finish, so
+    look again only as a safety net; a step of background hooks only must be left at once."""
+    if results.filter(step=step, background=False).exists():
+        return now + RECHECK
+    return now
+
+
 def stalled_step(results: QuerySet, current: int, now: dt.datetime) -> bool:
     """Queued results of a step already reached that are still parked: their wake-up was lost."""
     return results.filter(status="queued", step__lte=current, retry_at__gt=now + PARK / 2).exists()
@@ -101,7 +109,7 @@ def crawl_hooks_step(crawl: Crawl, now: dt.datetime, config: EngineConfig) -> De
         return Wait(lost_check(crawl.started_at, now, config), "crawl hook results not created yet", (partial(crawl_effects.crawl_started, crawl.pk),))
     state, step = step_progress(results, crawl.current_step)
     if state == "advance":
-        return Go(crawl_t.transition_crawl_advance_step, {"step": step})
+        return Go(crawl_t.transition_crawl_advance_step, {"step": step, "check_at": advance_check(results, step, now)})
     if state == "done":
         return Go(crawl_t.transition_crawl_start_snapshots)
     if stalled_step(results, crawl.current_step, now):
@@ -125,7 +133,7 @@ def handle_snapshot(snapshot: Snapshot, *, now: dt.datetime, config: EngineConfi
         return Wait(lost_check(snapshot.started_at, now, config), "hook results not created yet", (partial(snapshot_effects.snapshot_started, snapshot.pk),))
     state, step = step_progress(results, snapshot.current_step)
     if state == "advance":
-        return Go(snapshot_t.transition_snapshot_advance_step, {"step": step})
+        return Go(snapshot_t.transition_snapshot_advance_step, {"step": step, "check_at": advance_check(results, step, now)})
     if state == "done":
         return Go(snapshot_t.transition_snapshot_started_to_sealed)
     if stalled_step(results, snapshot.current_step, now):

@@ -58,6 +58,8 @@ class ActorType:
     handler: Callable[..., Decision]
     give_up: Callable[..., bool]
     statuses: tuple[str, ...]
+    # Foreign keys every handler call follows, loaded once per batch instead of once per row.
+    related: tuple[str, ...] = ()
 
     def due(self, now: dt.datetime):
         """Rows of this actor type whose ``retry_at`` has come."""

@@ -102,6 +102,17 @@ def claim(model, pks, seen: dt.datetime | None, claim_at: dt.datetime, now: dt.d
     return [_instance(model, fields, row) for row in rows]
 
 
+def wake(model, pks, now: dt.datetime) -> int:
+    """Make rows due now, except rows a tick has claimed, which are marked woken instead."""
+    marks = ", ".join(["%s"] * len(pks))
+    sql = (f"UPDATE {model._meta.db_table} SET retry_at = CASE WHEN claimed THEN retry_at ELSE %s END, "
+           f"woken = CASE WHEN claimed THEN %s ELSE woken END "
+           f"WHERE {model._meta.pk.column} IN ({marks}) AND retry_at > %s")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [db_datetime(now), True, *(db_pk(model, pk) for pk in pks), db_datetime(now)])
+        return cursor.rowcount
+
+
 _LOOKUPS = {"": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">=", "in": "IN"}
 
 
@@ -163,6 +174,17 @@ def _instance(model, fields, row):
             value = convert(value, expression, connection)
         values.append(value)
     return model.from_db(connection.alias, [f.attname for f in fields], values)
+
+
+def wake(model, pks, now: dt.datetime) -> int:
+    """Make rows due now, except rows a tick has claimed, which are marked woken instead."""
+    marks = ", ".join(["%s"] * len(pks))
+    sql = (f"UPDATE {model._meta.db_table} SET retry_at = CASE WHEN claimed THEN retry_at ELSE %s END, "
+           f"woken = CASE WHEN claimed THEN %s ELSE woken END "
+           f"WHERE {model._meta.pk.column} IN ({marks}) AND retry_at > %s")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [db_datetime(now), True, *(db_pk(model, pk) for pk in pks), db_datetime(now)])
+        return cursor.rowcount
 
 
 _LOOKUPS = {"": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">=", "in": "IN"}

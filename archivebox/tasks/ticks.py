@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, transaction
+from django.db.models import prefetch_related_objects
 from django.utils import timezone
 
 from archivebox.config import EngineConfig
@@ -98,6 +99,8 @@ def _ticks(actor: ActorType, pks: list, seen: dt.datetime | None, config: Engine
     results = {pk: TickResult("lost") for pk in pks}
     if len(rows) < len(pks):
         logger.debug("%s: %d of %d rows already claimed, moved or deleted", actor.name, len(pks) - len(rows), len(pks))
+    if actor.related and rows:
+        prefetch_related_objects(rows, *actor.related)
     batch_started = time.monotonic()
     decided = []
     for obj in rows:

@@ -18,9 +18,10 @@ def transition_crawl_queued_to_started(crawl: Crawl, *, now: dt.datetime, check_
                 then=[partial(crawl_effects.crawl_started, crawl.pk)])
 
 
-def transition_crawl_advance_step(crawl: Crawl, *, now: dt.datetime, step: int, claim=None) -> bool:
+def transition_crawl_advance_step(crawl: Crawl, *, now: dt.datetime, step: int, check_at: dt.datetime | None = None,
+                                  claim=None) -> bool:
     """started -> started: the crawl's hooks of every step below ``step`` are done."""
-    return move(crawl, "started", "started", now=now, claim=claim, retry_at=now, expect={"current_step": crawl.current_step, "current_step__lt": step},
+    return move(crawl, "started", "started", now=now, claim=claim, retry_at=check_at or now, expect={"current_step": crawl.current_step, "current_step__lt": step},
                 fields={"current_step": step},
                 then=[partial(result_effects.wake_step, "Crawl", crawl.pk, step)])
 

@@ -18,9 +18,14 @@ def transition_snapshot_queued_to_started(snapshot: Snapshot, *, now: dt.datetim
                 then=[partial(snapshot_effects.snapshot_started, snapshot.pk)])
 
 
-def transition_snapshot_advance_step(snapshot: Snapshot, *, now: dt.datetime, step: int, claim=None) -> bool:
-    """started -> started: every foreground hook of the steps below ``step`` is final."""
-    return move(snapshot, "started", "started", now=now, claim=claim, retry_at=now,
+def transition_snapshot_advance_step(snapshot: Snapshot, *, now: dt.datetime, step: int, check_at: dt.datetime | None = None,
+                                     claim=None) -> bool:
+    """started -> started: every foreground hook of the steps below ``step`` is final.
+
+    ``check_at``: when to look again (by default at once; later when the step's own
+    foreground hooks will wake the snapshot as they finish).
+    """
+    return move(snapshot, "started", "started", now=now, claim=claim, retry_at=check_at or now,
                 expect={"current_step": snapshot.current_step, "current_step__lt": step}, fields={"current_step": step},
                 then=[partial(result_effects.wake_step, "Snapshot", snapshot.pk, step)])
 
