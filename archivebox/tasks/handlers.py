@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+from dataclasses import dataclass
 from functools import partial
 
 from django.conf import settings
@@ -50,40 +51,59 @@ def lost_check(since: dt.datetime | None, now: dt.datetime, config: EngineConfig
 
 # Steps ---------------------------------------------------------------------------
 
-def step_progress(results: QuerySet, current: int) -> tuple[str, int | None]:
+@dataclass(frozen=True)
+class ResultView:
+    """What step logic needs of one result row (one query loads them all)."""
+
+    hook_name: str
+    step: int
+    background: bool
+    status: str
+    retry_at: dt.datetime | None
+
+    @property
+    def final(self) -> bool:
+        return self.status in FINAL_RESULT
+
+
+def read_results(results: QuerySet) -> list[ResultView]:
+    return [ResultView(*row) for row in results.values_list("hook_name", "step", "background", "status", "retry_at")]
+
+
+def step_progress(results: list[ResultView], current: int) -> tuple[str, int | None]:
     """Where an owner stands in its hook steps: ("wait", None), ("advance", step) or ("done", None).
 
     A step is done when every foreground result of it (and of earlier steps) is final;
     background results never block. The owner then jumps to the next step that has
     queued results, skipping empty steps.
     """
-    if results.filter(step__lte=current, background=False).exclude(status__in=FINAL_RESULT).exists():
+    if any(r.step <= current and not r.background and not r.final for r in results):
         return "wait", None
-    later = results.filter(step__gt=current, status="queued").order_by("step").values_list("step", flat=True).first()
-    if later is not None:
-        return "advance", later
-    if results.filter(status="queued").exists():
+    later = [r.step for r in results if r.step > current and r.status == "queued"]
+    if later:
+        return "advance", min(later)
+    if any(r.status == "queued" for r in results):
         return "wait", None  # background hooks of this step have not launched yet
     return "done", None
 
 
-def advance_check(results: QuerySet, step: int, now: dt.datetime) -> dt.datetime:
+def advance_check(results: list[ResultView], step: int, now: dt.datetime) -> dt.datetime:
     """After advancing to ``step``: its foreground hooks wake the owner when they finish, so
     look again only as a safety net; a step of background hooks only must be left at once."""
-    if results.filter(step=step, background=False).exists():
+    if any(r.step == step and not r.background for r in results):
         return now + RECHECK
     return now
 
 
-def stalled_step(results: QuerySet, current: int, now: dt.datetime) -> bool:
+def stalled_step(results: list[ResultView], current: int, now: dt.datetime) -> bool:
     """Queued results of a step already reached that are still parked: their wake-up was lost."""
-    return results.filter(status="queued", step__lte=current, retry_at__gt=now + PARK / 2).exists()
+    return any(r.status == "queued" and r.step <= current and r.retry_at and r.retry_at > now + PARK / 2 for r in results)
 
 
-def missing_results(crawl: Crawl, snapshot: Snapshot | None, results: QuerySet) -> bool:
+def missing_results(crawl: Crawl, snapshot: Snapshot | None, results: list[ResultView]) -> bool:
     """True if some enabled hook has no result row yet (its creation is pending or was lost)."""
     expected = {hook.hook_name for hook in expected_hooks(crawl, snapshot)}
-    return bool(expected - set(results.values_list("hook_name", flat=True)))
+    return bool(expected - {r.hook_name for r in results})
 
 
 # Crawl ---------------------------------------------------------------------------
@@ -104,7 +124,7 @@ def handle_crawl(crawl: Crawl, *, now: dt.datetime, config: EngineConfig) -> Dec
 
 
 def crawl_hooks_step(crawl: Crawl, now: dt.datetime, config: EngineConfig) -> Decision:
-    results = results_of("Crawl", crawl.pk)
+    results = read_results(results_of("Crawl", crawl.pk))
     if missing_results(crawl, None, results):
         return Wait(lost_check(crawl.started_at, now, config), "crawl hook results not created yet", (partial(crawl_effects.crawl_started, crawl.pk),))
     state, step = step_progress(results, crawl.current_step)
@@ -128,7 +148,7 @@ def handle_snapshot(snapshot: Snapshot, *, now: dt.datetime, config: EngineConfi
         if Snapshot.objects.filter(status="started").count() >= config.snapshot_max_active:
             return Wait(parked(now), f"SNAPSHOT_MAX_ACTIVE={config.snapshot_max_active} snapshots in progress")
         return Go(snapshot_t.transition_snapshot_queued_to_started, {"check_at": now + seconds(config.sideeffect_lost_after)})
-    results = snapshot.results.all()
+    results = read_results(snapshot.results.all())
     if missing_results(crawl, snapshot, results):
         return Wait(lost_check(snapshot.started_at, now, config), "hook results not created yet", (partial(snapshot_effects.snapshot_started, snapshot.pk),))
     state, step = step_progress(results, snapshot.current_step)
