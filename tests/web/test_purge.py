@@ -39,8 +39,9 @@ def test_purge_deletes_old_rows_and_logs_and_nothing_else(tmp_path):
     outside.write_text("keep me")
     collection.query("UPDATE core_process SET stderr_path = ? WHERE id = (SELECT id FROM core_process WHERE kind = 'hook' LIMIT 1)",
                      (str(outside),))
-    logs = [Path(p) for row in collection.query("SELECT stdout_path, stderr_path FROM core_process WHERE kind = 'hook'") for p in row]
-    assert len(logs) == 4 and all(p.is_file() for p in logs)
+    hook_logs = [Path(p) for row in collection.query("SELECT stdout_path, stderr_path FROM core_process WHERE kind = 'hook'") for p in row]
+    assert len(hook_logs) == 4 and all(p.is_file() for p in hook_logs)
+    logs = [Path(p) for row in collection.query("SELECT stdout_path, stderr_path FROM core_process") for p in row if p]
     processes = collection.scalar("SELECT COUNT(*) FROM core_process")
     with sqlite3.connect(collection.root / "monitor.sqlite3") as conn:
         tasks = conn.execute("SELECT COUNT(*) FROM huey_monitor_taskmodel").fetchone()[0]
@@ -58,7 +59,7 @@ def test_purge_deletes_old_rows_and_logs_and_nothing_else(tmp_path):
     out = collection.cli("purge", "--older-than", "2d").stdout
     assert f"{tasks} task(s), {signals} signal(s)" in out
     assert f"{processes} exited Process row(s)" in out
-    assert f"{len(logs) - 1} file(s)" in out and "kept 1 log path(s)" in out
+    assert f"{len(logs) - 1} file(s)" in out and "kept 1 log path(s)" in out, out
     assert collection.scalar("SELECT COUNT(*) FROM core_process") == 0
     assert not any(p.exists() for p in logs if p != outside)
     assert outside.read_text() == "keep me"
