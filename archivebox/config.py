@@ -111,6 +111,8 @@ class EngineConfig:
     # again (its message may have been lost); the wait doubles each time.
     sideeffect_lost_after: float = 5.0
     machine_id: str = ""
+    # Python hooks run as forks of a pre-warmed interpreter (see archivebox.process.forkserver).
+    forkserver: bool = True
 
     @property
     def slot_ttl(self) -> float:
@@ -148,4 +150,6 @@ class EngineConfig:
         if values.get("ACTOR_CONCURRENCY", "").strip():
             kwargs["concurrency"] = {**DEFAULT_CONCURRENCY, **parse_concurrency("ACTOR_CONCURRENCY", values["ACTOR_CONCURRENCY"])}
         kwargs["machine_id"] = values.get("MACHINE_ID", "").strip()
+        if values.get("FORKSERVER", "").strip():
+            kwargs["forkserver"] = parse_bool("FORKSERVER", values["FORKSERVER"])
         return cls(**kwargs)

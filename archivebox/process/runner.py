@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
+import select
 import signal
 import subprocess
 import time
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import psutil
 from django.conf import settings
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from archivebox.core.models import Machine, Process
@@ -64,37 +66,73 @@ def create(*, kind: str, cmd: Sequence[str], pwd: Path | str, env: Mapping[str, 
     )
     if key is None:
         return Process.objects.create(**defaults), True
-    return Process.objects.get_or_create(key=key, defaults=defaults)
+    try:
+        with transaction.atomic():
+            return Process.objects.create(key=key, **defaults), True
+    except IntegrityError:
+        return Process.objects.get(key=key), False
 
 
 @dataclass
 class Running:
-    """A launched subprocess and its row."""
+    """A launched subprocess and its row. ``handle`` is a Popen, or a hook forked by the
+    fork server (same ``pid``/``wait``/``poll``)."""
 
     row: Process
-    popen: subprocess.Popen
+    handle: subprocess.Popen
 
     @property
     def pid(self) -> int:
-        return self.popen.pid
+        return self.handle.pid
 
 
-def launch(row: Process, env: Mapping[str, str], deadline_grace: float = 30.0) -> Running:
-    """Start the row's command in its own session; the row moves queued -> running."""
+Spawner = Callable[[list, str, Mapping[str, str], Path, Path], object]
+
+
+class PidfdPopen(subprocess.Popen):
+    """Popen whose ``wait(timeout)`` wakes the moment the child exits (a pidfd in ``select``)
+    instead of polling with sleeps of up to 50 ms, which adds up over many short hooks."""
+
+    _pidfd: int | None = None
+
+    def wait(self, timeout=None):
+        if timeout is None or self.returncode is not None or not hasattr(os, "pidfd_open"):
+            return super().wait(timeout)
+        if self._pidfd is None:
+            try:
+                self._pidfd = os.pidfd_open(self.pid)
+            except OSError:
+                return super().wait(timeout)  # already reaped, or no pidfd support
+        if not select.select([self._pidfd], [], [], max(timeout, 0))[0]:
+            raise subprocess.TimeoutExpired(self.args, timeout)
+        code = super().wait()
+        os.close(self._pidfd)
+        self._pidfd = None
+        return code
+
+
+def popen_spawner(cmd: list, cwd: str, env: Mapping[str, str], stdout: Path, stderr: Path) -> subprocess.Popen:
+    with open(stdout, "wb") as out, open(stderr, "wb") as err:
+        return PidfdPopen(cmd, cwd=cwd or None, env=dict(env), stdin=subprocess.DEVNULL,
+                          stdout=out, stderr=err, start_new_session=True, close_fds=True)
+
+
+def launch(row: Process, env: Mapping[str, str], deadline_grace: float = 30.0, spawner: Spawner | None = None) -> Running:
+    """Start the row's command in its own session; the row moves queued -> running.
+
+    ``spawner`` starts it (default: ``subprocess.Popen`` of ``row.cmd``); the fork server
+    passes its own, which runs the same script without a new interpreter.
+    """
     stdout_path, stderr_path = log_paths(row.pk)
     stdout_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-        popen = subprocess.Popen(
-            list(row.cmd), cwd=row.pwd or None, env=dict(env), stdin=subprocess.DEVNULL,
-            stdout=out, stderr=err, start_new_session=True, close_fds=True,
-        )
+    handle = (spawner or popen_spawner)(list(row.cmd), row.pwd, env, stdout_path, stderr_path)
     now = timezone.now()
     deadline = now + dt.timedelta(seconds=(row.timeout or 0) + deadline_grace)
     move(row, "queued", "running", now=now, retry_at=deadline, fields=dict(
-        pid=popen.pid, pid_started=start_time(popen.pid), started_at=now,
+        pid=handle.pid, pid_started=start_time(handle.pid), started_at=now,
         stdout_path=str(stdout_path), stderr_path=str(stderr_path),
     ))
-    return Running(row, popen)
+    return Running(row, handle)
 
 
 def start_time(pid: int) -> float | None:
@@ -129,7 +167,7 @@ def wait(running: Running, timeout: float | None, should_stop: Callable[[], str 
         remaining = None if timeout is None else timeout - (time.monotonic() - started)
         step = max(0.0, min(x for x in (remaining, next_check - time.monotonic(), check_every) if x is not None))
         try:
-            return running.popen.wait(timeout=step), ""
+            return running.handle.wait(timeout=step), ""
         except subprocess.TimeoutExpired:
             pass
         if remaining is not None and remaining <= 0:
@@ -146,13 +184,13 @@ def terminate(running: Running, grace: float) -> int | None:
     family = _family(running.pid, running.row.pwd)
     _signal_all(running.pid, family, signal.SIGTERM)
     try:
-        code = running.popen.wait(timeout=grace)
+        code = running.handle.wait(timeout=grace)
     except subprocess.TimeoutExpired:
         code = None
     survivors = [p for p in family if _alive(p)]
     if code is None or survivors:
         _signal_all(running.pid, survivors, signal.SIGKILL)
-        code = running.popen.wait()
+        code = running.handle.wait()
     psutil.wait_procs(survivors, timeout=grace)
     return code
 

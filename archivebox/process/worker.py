@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import close_old_connections
 
 from archivebox.core.models import ArchiveResult, Machine, Process
-from archivebox.process import registry, runner
+from archivebox.process import forkclient, registry, runner
 from archivebox.process.sweep import sweep_machine
 from archivebox.sideeffects.wake import wake_rows
 
@@ -65,6 +65,7 @@ class WorkerListener:
             runner.kill_orphan(hook.pid, hook.pid_started, hook.pwd, grace=0.2)
             if runner.finish(hook, None, "killed: its worker stopped at once") and hook.archiveresult_id:
                 wake_rows(ArchiveResult, [hook.archiveresult_id])
+        forkclient.CLIENT.stop()
         registry.close_worker(self.row, "stopped")
         logger.info("%s pool stopped", self.pool)
 

@@ -24,7 +24,7 @@ from archivebox.hooks.catalog import catalog
 from archivebox.hooks.config import to_env
 from archivebox.hooks.discovery import HookScript
 from archivebox.hooks.output import HookReport, read_report
-from archivebox.process import runner
+from archivebox.process import forkclient, runner
 from archivebox.process.registry import current_worker
 from archivebox.sideeffects.crawl import create_snapshots
 from archivebox.sideeffects.queue import sideeffect
@@ -45,6 +45,16 @@ def hook_command(hook: HookScript, *, url: str | None, snapshot_id, crawl_id, de
         argv.append(f"--snapshot-id={snapshot_id}")
     argv += [f"--crawl-id={crawl_id}", f"--depth={depth}"]
     return argv
+
+
+def forked(cmd: list, cwd: str, env, stdout: Path, stderr: Path):
+    """Run a Python hook (``[python, -I, script, args...]``) as a fork of the pre-warmed
+    fork server; fall back to a fresh interpreter if the server is unavailable."""
+    try:
+        return forkclient.CLIENT.spawn(cmd[2:], cwd, env, stdout, stderr)
+    except forkclient.ForkServerError as err:
+        logger.warning("%s; running %s in a new interpreter", err, Path(cmd[2]).name)
+        return runner.popen_spawner(cmd, cwd, env, stdout, stderr)
 
 
 def crawl_dir(crawl_id) -> Path:
@@ -135,7 +145,7 @@ def run_hook(result_id, attempt: int) -> None:
         return
     pwd.mkdir(parents=True, exist_ok=True)
     try:
-        running = runner.launch(row, env)
+        running = runner.launch(row, env, spawner=forked if hook.ext == "py" and settings.ENGINE.forkserver else None)
     except OSError as err:
         runner.close_unlaunched(row, f"could not start: {err}", permanent=True)
         wake_rows(ArchiveResult, [result.pk])

@@ -8,7 +8,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from archivebox.core.models import Snapshot
+from django.conf import settings
+
+from archivebox.core.models import ArchiveResult, Snapshot, Tag
 from archivebox.sideeffects.queue import sideeffect
 
 logger = logging.getLogger(__name__)
@@ -27,28 +29,26 @@ def atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
-def snapshot_index(snapshot: Snapshot) -> dict:
-    results = [
-        {
-            "plugin": r.plugin, "hook_name": r.hook_name, "status": r.status, "output_str": r.output_str,
-            "output_json": r.output_json, "attempts": r.attempts,
-            "started_at": r.started_at.isoformat() if r.started_at else None,
-            "finished_at": r.finished_at.isoformat() if r.finished_at else None,
-        }
-        for r in snapshot.results.order_by("step", "hook_name")
-    ]
+RESULT_FIELDS = ("plugin", "hook_name", "status", "output_str", "output_json", "attempts", "started_at", "finished_at")
+
+
+def snapshot_index(snapshot: dict, results: list[dict], tags: list[str]) -> dict:
+    for result in results:
+        for key in ("started_at", "finished_at"):
+            result[key] = result[key].isoformat() if result[key] else None
     return {
-        "id": str(snapshot.id), "url": snapshot.url, "title": snapshot.title, "status": snapshot.status,
-        "depth": snapshot.depth, "crawl_id": str(snapshot.crawl_id),
-        "tags": sorted(snapshot.tags.values_list("name", flat=True)),
-        "created_at": snapshot.created_at.isoformat(), "results": results,
+        "id": str(snapshot["id"]), "url": snapshot["url"], "title": snapshot["title"], "status": snapshot["status"],
+        "depth": snapshot["depth"], "crawl_id": str(snapshot["crawl_id"]), "tags": sorted(tags),
+        "created_at": snapshot["created_at"].isoformat(), "results": results,
     }
 
 
 @sideeffect
 def write_index(snapshot_id) -> None:
-    snapshot = Snapshot.objects.filter(pk=snapshot_id).first()
+    snapshot = Snapshot.objects.filter(pk=snapshot_id).values("id", "url", "title", "status", "depth", "crawl_id", "created_at").first()
     if snapshot is None:
         return
-    data = json.dumps(snapshot_index(snapshot), indent=2, sort_keys=True).encode()
-    atomic_write(snapshot.output_dir / "index.json", data)
+    results = list(ArchiveResult.objects.filter(snapshot_id=snapshot_id).order_by("step", "hook_name").values(*RESULT_FIELDS))
+    tags = list(Tag.objects.filter(snapshots=snapshot_id).values_list("name", flat=True))
+    data = json.dumps(snapshot_index(snapshot, results, tags), indent=2, sort_keys=True).encode()
+    atomic_write(settings.ARCHIVE_DIR / str(snapshot_id) / "index.json", data)

@@ -49,6 +49,15 @@ def lost_check(since: dt.datetime | None, now: dt.datetime, config: EngineConfig
     return now + seconds(max(config.sideeffect_lost_after, waited))
 
 
+def await_sideeffect(since: dt.datetime | None, now: dt.datetime, config: EngineConfig, reason: str, request) -> Wait:
+    """Wait for a side effect requested at ``since``; once it is overdue (its message may
+    be lost) ask for it again. It is idempotent, so a late original does no harm."""
+    overdue_at = (since or now) + seconds(config.sideeffect_lost_after)
+    if now < overdue_at:
+        return Wait(overdue_at, reason)
+    return Wait(lost_check(since, now, config), f"{reason}; asked again", (request,))
+
+
 # Steps ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -117,7 +126,8 @@ def handle_crawl(crawl: Crawl, *, now: dt.datetime, config: EngineConfig) -> Dec
     if not snapshots.exists():
         if not crawl.seed_urls:
             return Go(crawl_t.transition_crawl_started_to_sealed)
-        return Wait(lost_check(crawl.modified_at, now, config), "root snapshots not created yet", (partial(crawl_effects.create_root_snapshots, crawl.pk),))
+        return await_sideeffect(crawl.modified_at, now, config, "root snapshots not created yet",
+                                partial(crawl_effects.create_root_snapshots, crawl.pk))
     if snapshots.filter(status__in=("queued", "started")).exists():
         return Wait(now + PUMP, "snapshots in progress", (partial(crawl_effects.activate_snapshots, crawl.pk),))
     return Go(crawl_t.transition_crawl_started_to_sealed)
@@ -126,15 +136,16 @@ def handle_crawl(crawl: Crawl, *, now: dt.datetime, config: EngineConfig) -> Dec
 def crawl_hooks_step(crawl: Crawl, now: dt.datetime, config: EngineConfig) -> Decision:
     results = read_results(results_of("Crawl", crawl.pk))
     if missing_results(crawl, None, results):
-        return Wait(lost_check(crawl.started_at, now, config), "crawl hook results not created yet", (partial(crawl_effects.crawl_started, crawl.pk),))
+        return await_sideeffect(crawl.started_at, now, config, "crawl hook results not created yet",
+                                partial(crawl_effects.crawl_started, crawl.pk))
     state, step = step_progress(results, crawl.current_step)
     if state == "advance":
         return Go(crawl_t.transition_crawl_advance_step, {"step": step, "check_at": advance_check(results, step, now)})
     if state == "done":
         return Go(crawl_t.transition_crawl_start_snapshots)
     if stalled_step(results, crawl.current_step, now):
-        return Wait(lost_check(crawl.modified_at, now, config), "step not woken yet",
-                    (partial(result_effects.wake_step, "Crawl", crawl.pk, crawl.current_step),))
+        return await_sideeffect(crawl.modified_at, now, config, "step not woken yet",
+                                partial(result_effects.wake_step, "Crawl", crawl.pk, crawl.current_step))
     return Wait(now + RECHECK, f"crawl hooks of step {crawl.current_step} running")
 
 
@@ -150,15 +161,16 @@ def handle_snapshot(snapshot: Snapshot, *, now: dt.datetime, config: EngineConfi
         return Go(snapshot_t.transition_snapshot_queued_to_started, {"check_at": now + seconds(config.sideeffect_lost_after)})
     results = read_results(snapshot.results.all())
     if missing_results(crawl, snapshot, results):
-        return Wait(lost_check(snapshot.started_at, now, config), "hook results not created yet", (partial(snapshot_effects.snapshot_started, snapshot.pk),))
+        return await_sideeffect(snapshot.started_at, now, config, "hook results not created yet",
+                                partial(snapshot_effects.snapshot_started, snapshot.pk))
     state, step = step_progress(results, snapshot.current_step)
     if state == "advance":
         return Go(snapshot_t.transition_snapshot_advance_step, {"step": step, "check_at": advance_check(results, step, now)})
     if state == "done":
         return Go(snapshot_t.transition_snapshot_started_to_sealed)
     if stalled_step(results, snapshot.current_step, now):
-        return Wait(lost_check(snapshot.modified_at, now, config), "step not woken yet",
-                    (partial(result_effects.wake_step, "Snapshot", snapshot.pk, snapshot.current_step),))
+        return await_sideeffect(snapshot.modified_at, now, config, "step not woken yet",
+                                partial(result_effects.wake_step, "Snapshot", snapshot.pk, snapshot.current_step))
     return Wait(now + RECHECK, f"hooks of step {snapshot.current_step} running")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 
+from django.db import connection
 from django.db.models import Q
 
 from archivebox.core.models import Lease
@@ -72,7 +73,11 @@ def free_slots(actor: str, limit: int, now: dt.datetime) -> list[str]:
 
 
 def busy_slots(actor: str, now: dt.datetime) -> int:
-    return Lease.objects.filter(actor=actor, expires_at__gte=now).exclude(holder="").count()
+    """How many of the actor's slots are held (a wake checks this on every call: raw SQL)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT COUNT(*) FROM {Lease._meta.db_table} WHERE actor = %s AND expires_at >= %s AND holder <> ''",
+                       [actor, connection.ops.adapt_datetimefield_value(now)])
+        return cursor.fetchone()[0]
 
 
 def take_slot(key: str, holder: str, now: dt.datetime, ttl: float) -> bool:
