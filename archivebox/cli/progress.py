@@ -78,6 +78,7 @@ class Progress:
         self._last_plain = 0.0
         self._started = time.monotonic()
         self._frame = 0
+        self._last_update = float("-inf")
 
     def bar(self, counts: CrawlCounts) -> str:
         fraction = counts.snapshots_done / counts.snapshots_total if counts.snapshots_total else 0.0
@@ -85,6 +86,10 @@ class Progress:
         return f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {fraction * 100:3.0f}%"
 
     def update(self) -> None:
+        # Counting costs two queries: at most twice a second on a terminal, once otherwise.
+        if time.monotonic() - self._last_update < (0.5 if self.tty else 1.0):
+            return
+        self._last_update = time.monotonic()
         counts = crawl_counts(self.crawl)
         elapsed = time.monotonic() - self._started
         if self.tty:

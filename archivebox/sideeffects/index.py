@@ -50,5 +50,5 @@ def write_index(snapshot_id) -> None:
         return
     results = list(ArchiveResult.objects.filter(snapshot_id=snapshot_id).order_by("step", "hook_name").values(*RESULT_FIELDS))
     tags = list(Tag.objects.filter(snapshots=snapshot_id).values_list("name", flat=True))
-    data = json.dumps(snapshot_index(snapshot, results, tags), indent=2, sort_keys=True).encode()
+    data = json.dumps(snapshot_index(snapshot, results, tags), sort_keys=True, separators=(",", ":")).encode()
     atomic_write(settings.ARCHIVE_DIR / str(snapshot_id) / "index.json", data)

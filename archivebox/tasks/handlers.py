@@ -23,6 +23,7 @@ from archivebox.sideeffects import snapshot as snapshot_effects
 from archivebox.sideeffects import results as result_effects
 from archivebox.sideeffects.results import expected_hooks, owner_layers, results_of
 from archivebox.sideeffects.wake import PARK, parked
+from archivebox.tasks import rowsql
 from archivebox.tasks.registry import Decision, Go, Wait
 from archivebox.transitions import archiveresult as ar_t
 from archivebox.transitions import crawl as crawl_t
@@ -75,8 +76,15 @@ class ResultView:
         return self.status in FINAL_RESULT
 
 
-def read_results(results: QuerySet) -> list[ResultView]:
-    return [ResultView(*row) for row in results.values_list("hook_name", "step", "background", "status", "retry_at")]
+RESULT_VIEW = ("hook_name", "step", "background", "status", "retry_at")
+
+
+def read_results(owner_kind: str, owner_id) -> list[ResultView]:
+    if owner_kind == "Snapshot":
+        rows = rowsql.values(ArchiveResult, RESULT_VIEW, {"snapshot": owner_id})
+    else:
+        rows = results_of("Crawl", owner_id).values_list(*RESULT_VIEW)
+    return [ResultView(*row) for row in rows]
 
 
 def step_progress(results: list[ResultView], current: int) -> tuple[str, int | None]:
@@ -134,7 +142,7 @@ def handle_crawl(crawl: Crawl, *, now: dt.datetime, config: EngineConfig) -> Dec
 
 
 def crawl_hooks_step(crawl: Crawl, now: dt.datetime, config: EngineConfig) -> Decision:
-    results = read_results(results_of("Crawl", crawl.pk))
+    results = read_results("Crawl", crawl.pk)
     if missing_results(crawl, None, results):
         return await_sideeffect(crawl.started_at, now, config, "crawl hook results not created yet",
                                 partial(crawl_effects.crawl_started, crawl.pk))
@@ -159,7 +167,7 @@ def handle_snapshot(snapshot: Snapshot, *, now: dt.datetime, config: EngineConfi
         if Snapshot.objects.filter(status="started").count() >= config.snapshot_max_active:
             return Wait(parked(now), f"SNAPSHOT_MAX_ACTIVE={config.snapshot_max_active} snapshots in progress")
         return Go(snapshot_t.transition_snapshot_queued_to_started, {"check_at": now + seconds(config.sideeffect_lost_after)})
-    results = read_results(snapshot.results.all())
+    results = read_results("Snapshot", snapshot.pk)
     if missing_results(crawl, snapshot, results):
         return await_sideeffect(snapshot.started_at, now, config, "hook results not created yet",
                                 partial(snapshot_effects.snapshot_started, snapshot.pk))
@@ -175,6 +183,16 @@ def handle_snapshot(snapshot: Snapshot, *, now: dt.datetime, config: EngineConfi
 
 
 # ArchiveResult -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class AttemptView:
+    """What judging an attempt needs of its Process row."""
+
+    status: str
+    exit_code: int | None
+    reason: str
+    result_json: dict | None
+
 
 def handle_result(result: ArchiveResult, *, now: dt.datetime, config: EngineConfig) -> Decision:
     owner = result.snapshot if result.snapshot_id else result.crawl
@@ -202,7 +220,8 @@ def start_or_wait(result: ArchiveResult, owner, now: dt.datetime, config: Engine
 
 
 def judge_attempt(result: ArchiveResult, owner, now: dt.datetime, config: EngineConfig) -> Decision:
-    process = Process.objects.filter(key=f"hook:{result.pk}:{result.attempts}").first()
+    found = rowsql.values(Process, ("status", "exit_code", "reason", "result_json"), {"key": f"hook:{result.pk}:{result.attempts}"})
+    process = AttemptView(*found[0]) if found else None
     if process is None or process.status != "exited":
         return wait_for_attempt(result, process, owner, now, config)
     outcome = process.result_json or {}
@@ -222,7 +241,7 @@ def judge_attempt(result: ArchiveResult, owner, now: dt.datetime, config: Engine
     return retry_or_fail(result, why, output_json, now, config)
 
 
-def wait_for_attempt(result: ArchiveResult, process: Process | None, owner, now: dt.datetime, config: EngineConfig) -> Decision:
+def wait_for_attempt(result: ArchiveResult, process: AttemptView | None, owner, now: dt.datetime, config: EngineConfig) -> Decision:
     try:
         deadline = result.started_at + seconds(hook_timeout(result) + HOOK_DEADLINE_GRACE)
     except ConfigError as err:

@@ -62,35 +62,60 @@ def ensure_slots(actor: str, limit: int) -> None:
     Lease.objects.bulk_create([Lease(key=key, actor=actor) for key in slot_keys(actor, limit)], ignore_conflicts=True)
 
 
+def _run(sql: str, params: list) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(sql.format(table=Lease._meta.db_table), params)
+        return cursor.rowcount
+
+
+def _at(value: dt.datetime | None):
+    return connection.ops.adapt_datetimefield_value(value)
+
+
+# The slot operations below run on every dispatch and every batch: raw SQL, one statement each.
+
 def free_slots(actor: str, limit: int, now: dt.datetime) -> list[str]:
     """The actor's slots (of its first ``limit``) that nobody holds, or whose holder let them expire."""
     keys = slot_keys(actor, limit)
-    rows = dict(Lease.objects.filter(key__in=keys).values_list("key", "expires_at"))
+    marks = ", ".join(["%s"] * len(keys))
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT key, expires_at FROM {Lease._meta.db_table} WHERE key IN ({marks})", keys)
+        rows = {key: expires for key, expires in cursor.fetchall()}
     if len(rows) < limit:
         ensure_slots(actor, limit)
-        rows = dict(Lease.objects.filter(key__in=keys).values_list("key", "expires_at"))
-    return [key for key in keys if rows.get(key) is None or rows[key] < now]
+        return free_slots(actor, limit, now)
+    now_db = _at(now)
+    field = Lease._meta.get_field("expires_at")
+    expired = [key for key in keys if rows[key] is None or _as_db(field, rows[key]) < now_db]
+    return expired
+
+
+def _as_db(field, value):
+    """A datetime read back raw, in the form ``_at`` produces (to compare like with like)."""
+    return value if isinstance(value, str) else _at(value)
 
 
 def busy_slots(actor: str, now: dt.datetime) -> int:
-    """How many of the actor's slots are held (a wake checks this on every call: raw SQL)."""
+    """How many of the actor's slots are held (a wake checks this on every call)."""
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT COUNT(*) FROM {Lease._meta.db_table} WHERE actor = %s AND expires_at >= %s AND holder <> ''",
-                       [actor, connection.ops.adapt_datetimefield_value(now)])
+                       [actor, _at(now)])
         return cursor.fetchone()[0]
 
 
 def take_slot(key: str, holder: str, now: dt.datetime, ttl: float) -> bool:
     """Take a free (or expired) slot for ``holder``, a token naming this one dispatch."""
-    return bool(Lease.objects.filter(Q(key=key) & _free(now)).update(
-        holder=holder, acquired_at=now, expires_at=now + dt.timedelta(seconds=ttl)))
+    return bool(_run("UPDATE {table} SET holder = %s, acquired_at = %s, expires_at = %s "
+                     "WHERE key = %s AND (expires_at IS NULL OR expires_at < %s)",
+                     [holder, _at(now), _at(now + dt.timedelta(seconds=ttl)), key, _at(now)]))
 
 
 def renew_slot(key: str, holder: str, now: dt.datetime, ttl: float) -> bool:
     """Keep holding the slot (a finished batch passing it to the next one); False if it was lost."""
-    return bool(Lease.objects.filter(key=key, holder=holder).update(expires_at=now + dt.timedelta(seconds=ttl)))
+    return bool(_run("UPDATE {table} SET expires_at = %s WHERE key = %s AND holder = %s",
+                     [_at(now + dt.timedelta(seconds=ttl)), key, holder]))
 
 
 def release_slot(key: str, holder: str) -> bool:
     """Free the slot if ``holder`` still has it."""
-    return bool(Lease.objects.filter(key=key, holder=holder).update(holder="", expires_at=None))
+    return bool(_run("UPDATE {table} SET holder = '', expires_at = NULL WHERE key = %s AND holder = %s", [key, holder]))

@@ -36,8 +36,9 @@ from archivebox.tasks.ticks import HOLDER
 
 logger = logging.getLogger(__name__)
 
-# Shortest sleep between passes while rows are being dispatched.
-BUSY_PAUSE = 0.005
+# Sleep between passes while rows are being dispatched: a finishing batch passes its slot
+# on by itself, so the scan only has to catch up with slots that came free otherwise.
+BUSY_PAUSE = 0.02
 # For this long after the last dispatch the loop looks again every ACTIVE_POLL seconds, so a
 # retry_at that a tick wrote a moment ago (a backoff, a short wait) is not overslept.
 ACTIVE_WINDOW = 10.0

@@ -151,6 +151,49 @@ def update(model, values: dict, where: dict, retry_at: tuple[dt.datetime, dt.dat
         return cursor.rowcount
 
 
+def values(model, names: tuple[str, ...], where: dict, order_by: str = "") -> list[tuple]:
+    """``SELECT names FROM model WHERE where``: converted values, without building a QuerySet."""
+    fields = [model._meta.get_field(name) for name in names]
+    conditions, params = [], []
+    for key, value in where.items():
+        field = model._meta.get_field(key)
+        conditions.append(f"{field.column} = %s")
+        params.append(field.get_db_prep_value(value, connection))
+    order = f" ORDER BY {order_by}" if order_by else ""
+    sql = f"SELECT {', '.join(f.column for f in fields)} FROM {model._meta.db_table} WHERE {' AND '.join(conditions)}{order}"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    return [_convert(model, fields, row) for row in rows]
+
+
+def load(model, pks) -> dict:
+    """``{pk: instance}`` for the rows ``pks``, read in one statement."""
+    pks = list(dict.fromkeys(pks))
+    if not pks:
+        return {}
+    fields = _fields(model)
+    sql = (f"SELECT {', '.join(f.column for f in fields)} FROM {model._meta.db_table} "
+           f"WHERE {model._meta.pk.column} IN ({', '.join(['%s'] * len(pks))})")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [db_pk(model, pk) for pk in pks])
+        rows = cursor.fetchall()
+    found = [_instance(model, fields, row) for row in rows]
+    return {obj.pk: obj for obj in found}
+
+
+def attach(objects: list, *relations: str) -> None:
+    """Load the foreign keys ``relations`` of ``objects`` with one statement per relation,
+    and set them on the objects (what prefetch_related does, without its overhead)."""
+    for name in relations:
+        field = type(objects[0])._meta.get_field(name)
+        targets = load(field.related_model, (getattr(obj, field.attname) for obj in objects if getattr(obj, field.attname) is not None))
+        for obj in objects:
+            target = targets.get(getattr(obj, field.attname))
+            if target is not None:
+                setattr(obj, name, target)
+
+
 _CONVERTERS: dict = {}
 
 
@@ -158,9 +201,8 @@ def _fields(model):
     return [f for f in model._meta.concrete_fields]
 
 
-def _instance(model, fields, row):
-    """Build a model instance from raw column values, converted as the ORM would."""
-    key = (model, connection.vendor)
+def _converters(model, fields):
+    key = (model, tuple(f.attname for f in fields), connection.vendor)
     converters = _CONVERTERS.get(key)
     if converters is None:
         converters = []
@@ -168,12 +210,21 @@ def _instance(model, fields, row):
             expression = field.get_col(model._meta.db_table)
             converters.append((expression, connection.ops.get_db_converters(expression) + expression.get_db_converters(connection)))
         _CONVERTERS[key] = converters
-    values = []
-    for value, (expression, chain) in zip(row, converters):
+    return converters
+
+
+def _convert(model, fields, row) -> tuple:
+    converted = []
+    for value, (expression, chain) in zip(row, _converters(model, fields)):
         for convert in chain:
             value = convert(value, expression, connection)
-        values.append(value)
-    return model.from_db(connection.alias, [f.attname for f in fields], values)
+        converted.append(value)
+    return tuple(converted)
+
+
+def _instance(model, fields, row):
+    """Build a model instance from raw column values, converted as the ORM would."""
+    return model.from_db(connection.alias, [f.attname for f in fields], list(_convert(model, fields, row)))
 
 
 def wake(model, pks, now: dt.datetime) -> int:
@@ -225,6 +276,49 @@ def update(model, values: dict, where: dict, retry_at: tuple[dt.datetime, dt.dat
         return cursor.rowcount
 
 
+def values(model, names: tuple[str, ...], where: dict, order_by: str = "") -> list[tuple]:
+    """``SELECT names FROM model WHERE where``: converted values, without building a QuerySet."""
+    fields = [model._meta.get_field(name) for name in names]
+    conditions, params = [], []
+    for key, value in where.items():
+        field = model._meta.get_field(key)
+        conditions.append(f"{field.column} = %s")
+        params.append(field.get_db_prep_value(value, connection))
+    order = f" ORDER BY {order_by}" if order_by else ""
+    sql = f"SELECT {', '.join(f.column for f in fields)} FROM {model._meta.db_table} WHERE {' AND '.join(conditions)}{order}"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    return [_convert(model, fields, row) for row in rows]
+
+
+def load(model, pks) -> dict:
+    """``{pk: instance}`` for the rows ``pks``, read in one statement."""
+    pks = list(dict.fromkeys(pks))
+    if not pks:
+        return {}
+    fields = _fields(model)
+    sql = (f"SELECT {', '.join(f.column for f in fields)} FROM {model._meta.db_table} "
+           f"WHERE {model._meta.pk.column} IN ({', '.join(['%s'] * len(pks))})")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [db_pk(model, pk) for pk in pks])
+        rows = cursor.fetchall()
+    found = [_instance(model, fields, row) for row in rows]
+    return {obj.pk: obj for obj in found}
+
+
+def attach(objects: list, *relations: str) -> None:
+    """Load the foreign keys ``relations`` of ``objects`` with one statement per relation,
+    and set them on the objects (what prefetch_related does, without its overhead)."""
+    for name in relations:
+        field = type(objects[0])._meta.get_field(name)
+        targets = load(field.related_model, (getattr(obj, field.attname) for obj in objects if getattr(obj, field.attname) is not None))
+        for obj in objects:
+            target = targets.get(getattr(obj, field.attname))
+            if target is not None:
+                setattr(obj, name, target)
+
+
 _CONVERTERS: dict = {}
 
 
@@ -232,9 +326,8 @@ def _fields(model):
     return [f for f in model._meta.concrete_fields]
 
 
-def _instance(model, fields, row):
-    """Build a model instance from raw column values, converted as the ORM would."""
-    key = (model, connection.vendor)
+def _converters(model, fields):
+    key = (model, tuple(f.attname for f in fields), connection.vendor)
     converters = _CONVERTERS.get(key)
     if converters is None:
         converters = []
@@ -242,12 +335,21 @@ def _instance(model, fields, row):
             expression = field.get_col(model._meta.db_table)
             converters.append((expression, connection.ops.get_db_converters(expression) + expression.get_db_converters(connection)))
         _CONVERTERS[key] = converters
-    values = []
-    for value, (expression, chain) in zip(row, converters):
+    return converters
+
+
+def _convert(model, fields, row) -> tuple:
+    converted = []
+    for value, (expression, chain) in zip(row, _converters(model, fields)):
         for convert in chain:
             value = convert(value, expression, connection)
-        values.append(value)
-    return model.from_db(connection.alias, [f.attname for f in fields], values)
+        converted.append(value)
+    return tuple(converted)
+
+
+def _instance(model, fields, row):
+    """Build a model instance from raw column values, converted as the ORM would."""
+    return model.from_db(connection.alias, [f.attname for f in fields], list(_convert(model, fields, row)))
 
 
 def hand_over(model, statuses, actor: str, slot: str, finished, holder: str, now: dt.datetime, ttl: float) -> uuid.UUID | None:

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, transaction
-from django.db.models import prefetch_related_objects
 from django.utils import timezone
 
 from archivebox.config import EngineConfig
@@ -100,7 +99,7 @@ def _ticks(actor: ActorType, pks: list, seen: dt.datetime | None, config: Engine
     if len(rows) < len(pks):
         logger.debug("%s: %d of %d rows already claimed, moved or deleted", actor.name, len(pks) - len(rows), len(pks))
     if actor.related and rows:
-        prefetch_related_objects(rows, *actor.related)
+        rowsql.attach(rows, *actor.related)
     batch_started = time.monotonic()
     decided = []
     for obj in rows:
