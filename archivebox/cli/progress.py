@@ -85,9 +85,9 @@ class Progress:
         filled = int(fraction * BAR_WIDTH)
         return f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {fraction * 100:3.0f}%"
 
-    def update(self) -> None:
+    def update(self, force: bool = False) -> None:
         # Counting costs two queries: at most twice a second on a terminal, once otherwise.
-        if time.monotonic() - self._last_update < (0.5 if self.tty else 1.0):
+        if not force and time.monotonic() - self._last_update < (0.5 if self.tty else 1.0):
             return
         self._last_update = time.monotonic()
         counts = crawl_counts(self.crawl)
@@ -112,7 +112,7 @@ class Progress:
     def finish(self) -> None:
         """Show the final counts (the bar at its end on a terminal)."""
         if self.tty:
-            self.update()
+            self.update(force=True)
             self.stream.write("\n")
             self.stream.flush()
             return
