@@ -10,11 +10,13 @@ import datetime as dt
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import psutil
 import pytest
 from django.conf import settings
 from django.utils import timezone
@@ -31,7 +33,7 @@ from archivebox.sideeffects.results import create_results
 
 from .util import (
     collection, engine_config, hook_rows, kill_quietly, make_snapshot, pid_dead, results, run_attempt, run_pools, snapshot_dir,
-    started_result, tick_result, wait_until,
+    started_result, tick_result, wait_all_dead, wait_until,
 )
 
 PY = sys.executable
@@ -70,7 +72,7 @@ def test_foreground_add_records_the_result_of_a_background_hook_terminated_at_se
     assert got[(url, "on_Snapshot__11_rude.bg.sh")]["status"] == "failed"
     rows = {r["label"].split("/")[1]: r for r in hook_rows(coll)}
     assert rows["on_Snapshot__11_rude.bg.sh"]["reason"] == "terminated when its snapshot was sealed"
-    assert coll.unfinished() == 0
+    assert unfinished(coll) == 0
 
 
 @pytest.mark.xfail(strict=True, reason=(
@@ -82,7 +84,7 @@ def test_foreground_add_records_the_result_of_a_crawl_background_hook(tmp_path):
     coll.cli("add", "https://example.com/fg-crawl")
     [daemon] = coll.query("SELECT status, output_str FROM core_archiveresult WHERE hook_name='on_Crawl__10_daemon.bg.py'")
     assert (daemon["status"], daemon["output_str"]) == ("succeeded", "daemon stopped at crawl seal")
-    assert coll.unfinished() == 0
+    assert unfinished(coll) == 0
 
 
 @pytest.mark.xfail(strict=True, reason=(
@@ -126,7 +128,7 @@ def test_no_descendant_outlives_a_hook_that_exits_on_its_own(tmp_path):
         assert runner.wait(running, timeout=10, grace=0.5) == (0, "")
         kid = int((tmp_path / "kid").read_text())
         assert runner.finish(running.row, 0)
-        wait_until(lambda: pid_dead(kid), timeout=3, message="the hook's left-behind child to be stopped")
+        wait_until(lambda: pid_dead(kid), timeout=1.5, message="the hook's left-behind child to be stopped")
     finally:
         if (tmp_path / "kid").exists():
             kill_quietly(int((tmp_path / "kid").read_text()))
@@ -150,9 +152,40 @@ def test_the_sweep_kills_the_group_of_an_orphaned_hook_whose_leader_already_exit
         sweep_machine(machine(), grace=0.3)
         row.refresh_from_db()
         assert row.status == "exited" and row.exit_code is None
-        wait_until(lambda: pid_dead(kid), timeout=3, message="the orphan's child to be killed")
+        wait_until(lambda: pid_dead(kid), timeout=1.5, message="the orphan's child to be killed")
     finally:
         kill_quietly(kid)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BUG: with the fork server (the default since b00a67a, EngineConfig.forkserver=True), a Python hook is a child of "
+    "the worker's fork server, whose Process row (kind forkserver) is newer than the hook's. When the worker is "
+    "SIGKILLed, process/sweep.py sweep_machine visits rows newest first, kills the orphaned fork server with "
+    "runner.kill_orphan (its family: the server and its descendants, i.e. the hook's tree), and only then the hook's "
+    "row, whose leader is now gone: it is closed as 'gone: no exit code was recorded' and runner.kill_orphan, which "
+    "returns early when the leader is not running, never reads the hook folder's .pid files. A daemon the hook recorded "
+    "in daemon.pid survives. (With FORKSERVER=false the same scenario passes: test_sweeps.py.)"))
+def test_with_the_fork_server_a_sigkilled_consumers_hook_daemon_is_killed_too(tmp_path):
+    coll = collection(tmp_path, "h_hang", H_HANG_TIMEOUT="120", HOOK_MAX_ATTEMPTS="1", SWEEP_INTERVAL="600", FORKSERVER="true")
+    coll.cli("add", "--bg", "https://example.com/forked-orphan")
+    coll.start_consumer("tasks", 2)
+    first = coll.start_consumer("sideeffects", 4)
+    family: dict[str, int] = {}
+    try:
+        def ready():
+            rows = coll.query("SELECT pwd FROM core_process WHERE kind='hook' AND status='running'")
+            return rows and (Path(rows[0]["pwd"]) / "ready").exists() and Path(rows[0]["pwd"])
+        folder = wait_until(ready, timeout=30, message="the hook to record its descendants")
+        family = {kind: int(pid) for kind, pid in (line.split() for line in (folder / "descendants.txt").read_text().splitlines())}
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait()
+        coll.start_consumer("sideeffects", 4)
+        wait_until(lambda: coll.scalar("SELECT status FROM core_process WHERE kind='hook'") == "exited", timeout=20,
+                   message="the orphan's row closed")
+        wait_all_dead(family, 3, "the orphaned hook's family to die")
+    finally:
+        kill_quietly(*family.values())
+        coll.stop_all(signal.SIGINT)
 
 
 # Signals: other hooks' .pid files, repeated SIGTERM, grace for descendants -----------------------
@@ -178,10 +211,12 @@ def test_stopping_one_hook_does_not_touch_a_sibling_hook_that_wrote_a_pid_file(t
         wait_until(lambda: (folder / "sibling.pid").exists(), timeout=10, message="the sibling's pid file")
         other = launch(["sleep", "60"], folder)
         runner.terminate(other, grace=0.3)
-        assert sibling.popen.poll() is None, f"the sibling hook was stopped too (returncode {sibling.popen.returncode})"
+        if pid_dead(sibling.pid):
+            code, reason = runner.wait(sibling, timeout=1)
+            pytest.fail(f"the sibling hook was stopped too, and its own wait reports exit code {code!r} ({reason or 'a natural exit'})")
     finally:
-        kill_quietly(sibling.pid)
-        sibling.popen.wait()
+        if not pid_dead(sibling.pid):
+            runner.terminate(sibling, grace=0.2)
 
 
 @pytest.mark.xfail(strict=True, reason=(
@@ -189,29 +224,30 @@ def test_stopping_one_hook_does_not_touch_a_sibling_hook_that_wrote_a_pid_file(t
     "then proc.send_signal() for each member of the family. A hook that treats a second SIGTERM as 'stop at once' (as "
     "ArchiveBox's own workers do) never gets its grace, and a Python hook that exits cleanly from its SIGTERM "
     "handler can be killed by the duplicate during interpreter shutdown (recorded -15, result failed)."))
-def test_terminate_sends_one_sigterm(tmp_path):
-    counter = write(tmp_path / "count.py", """
-        import signal, sys, time
-        def on_term(*args):
-            with open("terms", "a") as fh:
-                fh.write("TERM\\n")
-        signal.signal(signal.SIGTERM, on_term)
-        open("ready", "w").close()
-        end = None
-        while True:
-            time.sleep(0.02)
-            try:
-                if open("terms").read() and end is None:
-                    end = time.time() + 0.5
-            except OSError:
-                pass
-            if end and time.time() > end:
-                sys.exit(0)
-    """)
-    running = launch([PY, "-I", counter], tmp_path)
-    wait_until(lambda: (tmp_path / "ready").exists(), timeout=10, message="the hook to start")
-    assert runner.terminate(running, grace=3) == 0
-    assert (tmp_path / "terms").read_text().splitlines() == ["TERM"]
+def test_terminate_sends_one_sigterm(tmp_path, monkeypatch):
+    """The real signals are sent; a spy on os.killpg / psutil's send_signal counts, per process, how many
+    SIGTERMs were aimed at it (a signal-counting hook cannot: the kernel merges a pending duplicate)."""
+    running = launch(["sh", "-c", "sleep 60 & wait"], tmp_path)
+    wait_until(lambda: psutil.Process(running.pid).children(), timeout=10, message="the hook's child")
+    members = {p.pid for p in [psutil.Process(running.pid), *psutil.Process(running.pid).children(recursive=True)]}
+    aimed: dict[int, int] = {}
+    real_killpg, real_send = os.killpg, psutil.Process.send_signal
+
+    def killpg(pgid, sig):
+        if sig == signal.SIGTERM:
+            for pid in members:
+                aimed[pid] = aimed.get(pid, 0) + 1
+        return real_killpg(pgid, sig)
+
+    def send_signal(proc, sig):
+        if sig == signal.SIGTERM:
+            aimed[proc.pid] = aimed.get(proc.pid, 0) + 1
+        return real_send(proc, sig)
+
+    monkeypatch.setattr(os, "killpg", killpg)
+    monkeypatch.setattr(psutil.Process, "send_signal", send_signal)
+    runner.terminate(running, grace=1)
+    assert aimed == {pid: 1 for pid in members}
 
 
 @pytest.mark.xfail(strict=True, reason=(
@@ -232,8 +268,8 @@ def test_descendants_get_the_grace_period_too(tmp_path):
     """)
     running = launch(["sh", "-c", f'"{PY}" -I "{child}" & wait'], tmp_path)
     wait_until(lambda: (tmp_path / "ready").exists(), timeout=10, message="the child to start")
-    runner.terminate(running, grace=3)
-    wait_until(lambda: (tmp_path / "clean").exists(), timeout=3, message="the child to finish cleanly within the grace")
+    runner.terminate(running, grace=2)
+    wait_until(lambda: (tmp_path / "clean").exists(), timeout=1, message="the child to finish cleanly within the grace")
 
 
 # Config ---------------------------------------------------------------------------------

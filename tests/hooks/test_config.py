@@ -173,6 +173,11 @@ def test_per_snapshot_config_beats_every_other_layer_in_a_real_hook(use_plugins,
 
 # Invalid values: at ``add`` time, and at run time ----------------------------------------
 
+@pytest.fixture(scope="module")
+def env_collection(tmp_path_factory):
+    return collection(tmp_path_factory.mktemp("config"), "h_env")
+
+
 @pytest.mark.parametrize("pair, key", [
     ("H_ENV_COUNT=abc", "H_ENV_COUNT"),
     ("H_ENV_MODE=medium", "H_ENV_MODE"),
@@ -181,8 +186,8 @@ def test_per_snapshot_config_beats_every_other_layer_in_a_real_hook(use_plugins,
     ("H_ENV_TIMEOUT=0", "H_ENV_TIMEOUT"),
     ("TIMEOUT=soon", "TIMEOUT"),
 ])
-def test_an_invalid_value_on_the_command_line_is_one_line_naming_the_key_and_exit_2(tmp_path, pair, key):
-    coll = collection(tmp_path, "h_env")
+def test_an_invalid_value_on_the_command_line_is_one_line_naming_the_key_and_exit_2(env_collection, pair, key):
+    coll = env_collection
     result = coll.cli("add", "-c", pair, "https://example.com/bad", check=False)
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()

@@ -220,9 +220,8 @@ def test_end_to_end_garbage_on_stdout_is_skipped_and_the_valid_records_still_app
 
 
 @pytest.mark.parametrize("mode, refused", [("inside", False), ("sibling", False), ("dotdot", True), ("absolute", True), ("files", True)])
-def test_end_to_end_a_record_pointing_outside_its_folder_fails_the_result(tmp_path_factory, escape_collection, mode, refused):
-    coll = escape_collection
-    result = results(coll)[(f"https://example.com/escape/{mode}", "on_Snapshot__10_escape.py")]
+def test_end_to_end_a_record_pointing_outside_its_folder_fails_the_result(escape_results, mode, refused):
+    result = escape_results[(f"https://example.com/escape/{mode}", "on_Snapshot__10_escape.py")]
     if refused:
         assert result["status"] == "failed" and result["output_str"].startswith("refused output path outside the snapshot folder"), result
     else:
@@ -230,10 +229,10 @@ def test_end_to_end_a_record_pointing_outside_its_folder_fails_the_result(tmp_pa
 
 
 @pytest.fixture(scope="module")
-def escape_collection(tmp_path_factory):
+def escape_results(tmp_path_factory):
     coll = collection(tmp_path_factory.mktemp("escape"), "h_escape")
     coll.cli("add", *(f"https://example.com/escape/{m}" for m in ("inside", "sibling", "dotdot", "absolute", "files")))
-    return coll
+    return results(coll)
 
 
 def test_end_to_end_100_mb_on_stdout_does_not_blow_up_the_worker(tmp_path):

@@ -18,7 +18,7 @@ from django.conf import settings
 from archivebox.core.models import Machine, Process
 from archivebox.process import runner
 
-from .util import collection, group_dead, hook_rows, kill_quietly, pid_dead, run_with_pools, wait_until
+from .util import collection, group_dead, hook_rows, kill_quietly, pid_dead, unfinished, wait_until
 
 PY = sys.executable
 
@@ -94,7 +94,7 @@ def test_launch_runs_argv_in_its_own_session_in_pwd_with_exactly_the_given_env_a
     """)
     env = {"PATH": os.environ["PATH"], "ONLY_THIS": "1"}
     running = start([PY, "-I", probe, "--url=a b;c", "$(id)"], tmp_path / "cwd", env=env)
-    assert running.popen.wait(timeout=10) == 0
+    assert runner.wait(running, timeout=10) == (0, "")
     row = Process.objects.get(pk=running.row.pk)
     assert row.status == "running" and row.pid == running.pid and row.started_at is not None
     assert row.pid_started == pytest.approx(running.row.pid_started) and row.pid_started > time.time() - 60
@@ -252,7 +252,7 @@ def test_kill_orphan_leaves_alone_a_live_process_that_reused_the_pid(tmp_path):
 
 def test_finish_records_the_end_once(tmp_path):
     running = start(["sh", "-c", "exit 4"], tmp_path)
-    code = running.popen.wait(timeout=10)
+    code, _ = runner.wait(running, timeout=10)
     assert runner.finish(running.row, code, "", {"result": None, "records": 0})
     row = Process.objects.get(pk=running.row.pk)
     assert (row.status, row.exit_code, row.reason, row.retry_at) == ("exited", 4, "", None)
@@ -270,7 +270,7 @@ def test_hook_rows_point_at_the_worker_row_of_the_consumer_that_ran_them(tmp_pat
     coll.start_consumer("tasks", 2)
     effects = coll.start_consumer("sideeffects", 4)
     try:
-        wait_until(lambda: coll.unfinished() == 0, timeout=60, message="every row final")
+        wait_until(lambda: unfinished(coll) == 0, timeout=60, message="every row final")
         live = coll.query("SELECT id, pid, status FROM core_process WHERE kind='worker' AND pid=?", (effects.pid,))
         assert [tuple(r)[1:] for r in live] == [(effects.pid, "running")]
     finally:

@@ -17,7 +17,7 @@ from archivebox.core.models import ArchiveResult, Machine, Process
 from archivebox.process import runner
 from archivebox.process.sweep import sweep_machine
 
-from .util import collection, kill_quietly, make_snapshot, pid_dead, started_result, wait_until
+from .util import collection, kill_quietly, make_snapshot, pid_dead, started_result, wait_all_dead, wait_until
 
 HOUR = dt.timedelta(hours=1)
 
@@ -199,9 +199,12 @@ def running_hang(coll) -> dict | None:
     return dict(rows[0]) if (folder / "ready").exists() else None
 
 
+# These two run Python hooks as plain subprocesses (FORKSERVER=false); with the fork server the
+# daemon a hook recorded in its .pid file survives: see test_bugs_found.py.
+
 def test_a_sigkilled_sideeffects_consumer_leaves_a_hook_that_the_next_consumer_kills_on_start(tmp_path):
     # no periodic sweep during the test: only the new consumer's start-up sweep can act
-    coll = collection(tmp_path, "h_hang", H_HANG_TIMEOUT="120", HOOK_MAX_ATTEMPTS="1", SWEEP_INTERVAL="600")
+    coll = collection(tmp_path, "h_hang", H_HANG_TIMEOUT="120", HOOK_MAX_ATTEMPTS="1", SWEEP_INTERVAL="600", FORKSERVER="false")
     coll.cli("add", "--bg", "https://example.com/orphan")
     coll.start_consumer("tasks", 2)
     first = coll.start_consumer("sideeffects", 4)
@@ -215,7 +218,7 @@ def test_a_sigkilled_sideeffects_consumer_leaves_a_hook_that_the_next_consumer_k
         assert not any(pid_dead(pid) for pid in family.values())  # SIGKILLing the worker leaves the hook running
 
         coll.start_consumer("sideeffects", 4)
-        wait_until(lambda: all(pid_dead(pid) for pid in family.values()), timeout=20, message="the orphaned hook's family dead")
+        wait_all_dead(family, 20, "the orphaned hook's family to die")
         wait_until(lambda: coll.scalar("SELECT status FROM core_process WHERE id=?", (hook["id"],)) == "exited", timeout=10,
                    message="the orphan's row closed")
         [row] = coll.query("SELECT status, exit_code, reason FROM core_process WHERE id=?", (hook["id"],))
@@ -231,7 +234,7 @@ def test_a_sigkilled_sideeffects_consumer_leaves_a_hook_that_the_next_consumer_k
 
 
 def test_a_running_consumer_sweeps_periodically_what_a_dead_one_left(tmp_path):
-    coll = collection(tmp_path, "h_hang", H_HANG_TIMEOUT="120", HOOK_MAX_ATTEMPTS="1", SWEEP_INTERVAL="1")
+    coll = collection(tmp_path, "h_hang", H_HANG_TIMEOUT="120", HOOK_MAX_ATTEMPTS="1", SWEEP_INTERVAL="1", FORKSERVER="false")
     coll.cli("add", "--bg", "https://example.com/periodic")
     coll.start_consumer("tasks", 2)
     doomed = coll.start_consumer("sideeffects", 4)
@@ -244,7 +247,7 @@ def test_a_running_consumer_sweeps_periodically_what_a_dead_one_left(tmp_path):
                                        (survivor.pid,)), timeout=20, message="the second consumer to register")
         os.kill(doomed.pid, signal.SIGKILL)
         doomed.wait()
-        wait_until(lambda: all(pid_dead(pid) for pid in family.values()), timeout=20, message="the periodic sweep to kill the orphan")
+        wait_all_dead(family, 20, "the periodic sweep to kill the orphan")
         wait_until(lambda: coll.scalar("SELECT status FROM core_process WHERE id=?", (hook["id"],)) == "exited", timeout=10,
                    message="the orphan's row closed")
         [row] = coll.query("SELECT status, exit_code, reason FROM core_process WHERE id=?", (hook["id"],))

@@ -52,6 +52,15 @@ def pid_dead(pid: int) -> bool:
         return True
 
 
+def wait_all_dead(family: dict[str, int], timeout: float, what: str) -> None:
+    """Wait until every process of ``family`` (name -> pid) is dead; fail naming the survivors."""
+    try:
+        wait_until(lambda: all(pid_dead(pid) for pid in family.values()), timeout=timeout, message=what)
+    except AssertionError:
+        survivors = {name: pid for name, pid in family.items() if not pid_dead(pid)}
+        raise AssertionError(f"timed out after {timeout}s waiting for {what}; still alive: {survivors}") from None
+
+
 def group_dead(pgid: int) -> bool:
     """No live (non-zombie) process is left in process group ``pgid``."""
     for proc in psutil.process_iter(["pid", "status"]):
@@ -177,12 +186,19 @@ def run_with_pools(coll: Collection, *args: str, timeout: float = 60, effects_en
     run_pools(coll, timeout=timeout, effects_env=effects_env)
 
 
+def unfinished(coll: Collection) -> int:
+    """Rows still to be finished: crawls, snapshots, results and hook processes (long-lived
+    worker-side processes such as pools and fork servers are not work)."""
+    return sum(coll.scalar(f"SELECT COUNT(*) FROM core_{table} WHERE retry_at IS NOT NULL{extra}")
+               for table, extra in (("crawl", ""), ("snapshot", ""), ("archiveresult", ""), ("process", " AND kind='hook'")))
+
+
 def run_pools(coll: Collection, timeout: float = 60, effects_env: dict | None = None) -> None:
     """Real ``huey_consumer`` pools until every row is final; the pools are stopped after."""
     coll.start_consumer("tasks", 2)
     coll.start_consumer("sideeffects", 8, env=effects_env)
     try:
-        wait_until(lambda: coll.unfinished() == 0, timeout=timeout, interval=0.1, message="every row final")
+        wait_until(lambda: unfinished(coll) == 0, timeout=timeout, interval=0.1, message="every row final")
     finally:
         coll.stop_all(signal.SIGINT)
 
