@@ -22,7 +22,7 @@ from archivebox.core.models import Crawl
 from archivebox.core.urlcheck import InvalidURL, check_url
 from archivebox.hooks.catalog import catalog, layers
 from archivebox.process.embedded import EmbeddedWorkers
-from archivebox.tasks import registry
+from archivebox.tasks import registry, rowsql
 from archivebox.tasks.dispatch import kick
 
 
@@ -105,7 +105,7 @@ def run(args) -> int:
 def wait_for(crawl: Crawl, tick_workers: int) -> bool:
     """Block until the crawl is final; run the pools here unless both already run elsewhere."""
     progress = Progress(crawl, stream=sys.stderr)
-    done = lambda: Crawl.objects.filter(pk=crawl.pk, retry_at__isnull=True).exists()  # noqa: E731
+    done = lambda: rowsql.values(Crawl, ("retry_at",), {"id": crawl.pk})[0][0] is None  # noqa: E731
     if pools_alive():
         while not done():
             progress.update()

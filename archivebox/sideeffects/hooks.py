@@ -30,6 +30,7 @@ from archivebox.sideeffects.crawl import create_snapshots
 from archivebox.sideeffects.queue import sideeffect
 from archivebox.sideeffects.results import owner_layers
 from archivebox.sideeffects.wake import wake_rows
+from archivebox.tasks import rowsql
 
 logger = logging.getLogger(__name__)
 
@@ -112,9 +113,10 @@ def _archivable(url: str) -> bool:
 
 @sideeffect
 def run_hook(result_id, attempt: int) -> None:
-    result = ArchiveResult.objects.select_related("crawl", "snapshot").filter(pk=result_id).first()
+    result = rowsql.load(ArchiveResult, [result_id]).get(result_id)
     if result is None or result.status != "started" or result.attempts != attempt:
         return
+    rowsql.attach([result], "crawl", "snapshot")
     snapshot, crawl = result.snapshot, result.crawl
     hook = find_hook(result.plugin, result.hook_name, "Snapshot" if snapshot else "Crawl")
     machine = Machine.current(settings.ENGINE.machine_id)

@@ -1,19 +1,36 @@
-"""Per-snapshot index files, written atomically (write to a temp file, then rename)."""
+"""Per-snapshot index files: ``index.json`` and ``index.html`` in the snapshot's folder.
+
+Both are written atomically (to a temp file, then renamed), so a reader sees the old file
+or the new one, never half of one. They are rewritten whenever the snapshot changes: when
+it starts, when one of its results finishes, and when it is sealed. Writes for the same
+snapshot less than ``DEBOUNCE`` seconds apart are folded into one trailing write, so a
+snapshot whose hooks finish in a burst is indexed a few times, not once per hook.
+"""
 
 from __future__ import annotations
 
+import html
 import json
 import logging
+import mimetypes
 import os
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 from django.conf import settings
 
 from archivebox.core.models import ArchiveResult, Snapshot, Tag
 from archivebox.sideeffects.queue import sideeffect
+from archivebox.tasks import rowsql
 
 logger = logging.getLogger(__name__)
+
+INDEX_FILES = ("index.json", "index.html")
+DEBOUNCE = 1.0
+SNAPSHOT_FIELDS = ("id", "url", "title", "status", "depth", "crawl_id", "created_at", "finished_at")
+RESULT_FIELDS = ("plugin", "hook_name", "status", "output_str", "output_json", "attempts", "started_at", "finished_at")
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -29,26 +46,135 @@ def atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
-RESULT_FIELDS = ("plugin", "hook_name", "status", "output_str", "output_json", "attempts", "started_at", "finished_at")
+def list_outputs(folder: Path) -> list[dict]:
+    """Every file under the snapshot folder (but the index files and temp files), with size and type."""
+    outputs = []
+    stack = [folder]
+    while stack:
+        current = stack.pop()
+        try:
+            entries = list(os.scandir(current))
+        except FileNotFoundError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(Path(entry.path))
+                continue
+            relative = Path(entry.path).relative_to(folder).as_posix()
+            if relative in INDEX_FILES or entry.name.startswith("."):
+                continue
+            mimetype = mimetypes.guess_type(entry.name)[0] or "application/octet-stream"
+            outputs.append({"path": relative, "size": entry.stat(follow_symlinks=False).st_size, "mimetype": mimetype})
+    return sorted(outputs, key=lambda o: o["path"])
 
 
-def snapshot_index(snapshot: dict, results: list[dict], tags: list[str]) -> dict:
-    for result in results:
-        for key in ("started_at", "finished_at"):
-            result[key] = result[key].isoformat() if result[key] else None
+def _iso(value) -> str | None:
+    return value.isoformat() if value else None
+
+
+def snapshot_index(snapshot: dict, results: list[dict], tags: list[str], outputs: list[dict]) -> dict:
     return {
         "id": str(snapshot["id"]), "url": snapshot["url"], "title": snapshot["title"], "status": snapshot["status"],
         "depth": snapshot["depth"], "crawl_id": str(snapshot["crawl_id"]), "tags": sorted(tags),
-        "created_at": snapshot["created_at"].isoformat(), "results": results,
+        "created_at": _iso(snapshot["created_at"]), "finished_at": _iso(snapshot["finished_at"]),
+        "results": [{**r, "started_at": _iso(r["started_at"]), "finished_at": _iso(r["finished_at"])} for r in results],
+        "outputs": outputs,
     }
+
+
+def render_html(index: dict) -> str:
+    """A plain, readable page for people: what was archived, and a link to each output."""
+    e = html.escape
+    rows = "".join(
+        f"<tr><td>{e(r['plugin'])}</td><td class='{e(r['status'])}'>{e(r['status'])}</td><td>{e(r['output_str'] or '')}</td></tr>"
+        for r in index["results"]
+    )
+    files = "".join(
+        f"<li><a href='{e(o['path'])}'>{e(o['path'])}</a> <small>{o['size']:,} bytes, {e(o['mimetype'])}</small></li>"
+        for o in index["outputs"]
+    )
+    title = index["title"] or index["url"]
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{e(title)}</title>
+<style>body{{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}}
+table{{border-collapse:collapse}}td,th{{border-bottom:1px solid #ddd;padding:.2rem .6rem;text-align:left}}
+.succeeded{{color:#070}}.failed{{color:#b00}}.skipped{{color:#777}}</style></head>
+<body><h1>{e(title)}</h1>
+<p><a href="{e(index['url'])}">{e(index['url'])}</a> &middot; {e(index['status'])} &middot; archived {e(index['created_at'] or '')}</p>
+<p>Tags: {e(', '.join(index['tags'])) or 'none'}</p>
+<h2>Results</h2><table><tr><th>plugin</th><th>status</th><th>output</th></tr>{rows}</table>
+<h2>Files</h2><ul>{files}</ul>
+<p><a href="index.json">index.json</a></p></body></html>
+"""
+
+
+def build_index(snapshot_id) -> tuple[dict, Path] | None:
+    found = rowsql.values(Snapshot, SNAPSHOT_FIELDS, {"id": snapshot_id})
+    if not found:
+        return None
+    snapshot = dict(zip(SNAPSHOT_FIELDS, found[0]))
+    results = [dict(zip(RESULT_FIELDS, row)) for row in rowsql.values(ArchiveResult, RESULT_FIELDS, {"snapshot": snapshot_id},
+                                                                            order_by="step, hook_name")]
+    tags = list(Tag.objects.filter(snapshots=snapshot_id).values_list("name", flat=True))
+    folder = settings.ARCHIVE_DIR / str(snapshot_id)
+    return snapshot_index(snapshot, results, tags, list_outputs(folder)), folder
+
+
+def write_now(snapshot_id) -> None:
+    built = build_index(snapshot_id)
+    if built is None:
+        return
+    index, folder = built
+    atomic_write(folder / "index.json", json.dumps(index, sort_keys=True, separators=(",", ":")).encode())
+    atomic_write(folder / "index.html", render_html(index).encode())
+
+
+class Debouncer:
+    """At most one write per snapshot per ``DEBOUNCE`` seconds in this process, plus a trailing one."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._last: dict = {}
+        self._pending: set = set()
+
+    def should_write(self, snapshot_id) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            if now - self._last.get(snapshot_id, float("-inf")) >= DEBOUNCE:
+                self._last[snapshot_id] = now
+                self._pending.discard(snapshot_id)
+                return True
+            if snapshot_id in self._pending:
+                return False
+            self._pending.add(snapshot_id)
+        write_index_later.schedule(args=(snapshot_id,), delay=DEBOUNCE)
+        return False
+
+    def forget(self, snapshot_id) -> None:
+        with self._lock:
+            self._last.pop(snapshot_id, None)
+            self._pending.discard(snapshot_id)
+
+
+DEBOUNCER = Debouncer()
 
 
 @sideeffect
 def write_index(snapshot_id) -> None:
-    snapshot = Snapshot.objects.filter(pk=snapshot_id).values("id", "url", "title", "status", "depth", "crawl_id", "created_at").first()
-    if snapshot is None:
-        return
-    results = list(ArchiveResult.objects.filter(snapshot_id=snapshot_id).order_by("step", "hook_name").values(*RESULT_FIELDS))
-    tags = list(Tag.objects.filter(snapshots=snapshot_id).values_list("name", flat=True))
-    data = json.dumps(snapshot_index(snapshot, results, tags), sort_keys=True, separators=(",", ":")).encode()
-    atomic_write(settings.ARCHIVE_DIR / str(snapshot_id) / "index.json", data)
+    """The snapshot changed: rewrite its index now, or fold this into a write a moment later."""
+    if DEBOUNCER.should_write(snapshot_id):
+        write_now(snapshot_id)
+
+
+@sideeffect
+def write_index_later(snapshot_id) -> None:
+    """The trailing write of a debounced burst."""
+    DEBOUNCER.forget(snapshot_id)
+    write_now(snapshot_id)
+
+
+@sideeffect
+def write_final_index(snapshot_id) -> None:
+    """The snapshot is sealed or failed: write its index now, whatever was written before."""
+    DEBOUNCER.forget(snapshot_id)
+    write_now(snapshot_id)

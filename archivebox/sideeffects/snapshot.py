@@ -13,6 +13,7 @@ from archivebox.sideeffects.crawl import activate
 from archivebox.sideeffects.queue import sideeffect
 from archivebox.sideeffects.results import create_results
 from archivebox.sideeffects.wake import wake_rows
+from archivebox.tasks import rowsql
 
 logger = logging.getLogger(__name__)
 
@@ -34,10 +35,11 @@ def snapshot_started(snapshot_id) -> None:
 @sideeffect
 def snapshot_finished(snapshot_id) -> None:
     """Sealed or failed: final index, let the next parked snapshot in, wake the crawl if it was the last."""
-    crawl_id = Snapshot.objects.filter(pk=snapshot_id).values_list("crawl_id", flat=True).first()
-    if crawl_id is None:
+    found = rowsql.values(Snapshot, ("crawl_id",), {"id": snapshot_id})
+    if not found:
         return
-    index_effects.write_index.run(snapshot_id)
+    crawl_id = found[0][0]
+    index_effects.write_final_index.run(snapshot_id)
     wake_rows(ArchiveResult, list(ArchiveResult.objects.filter(snapshot_id=snapshot_id, retry_at__isnull=False).values_list("pk", flat=True)))
     activate(crawl_id, settings.ENGINE.snapshot_max_active)
     if not Snapshot.objects.filter(crawl_id=crawl_id, retry_at__isnull=False).exists():
