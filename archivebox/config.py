@@ -113,6 +113,9 @@ class EngineConfig:
     machine_id: str = ""
     # Python hooks run as forks of a pre-warmed interpreter (see archivebox.process.forkserver).
     forkserver: bool = True
+    # Foreground hooks running at once in one worker process (background hooks are not
+    # counted: they live long and mostly wait). 0 means twice the number of CPU cores.
+    hook_concurrency: int = 0
 
     @property
     def slot_ttl(self) -> float:
@@ -143,6 +146,7 @@ class EngineConfig:
             "HEARTBEAT_TTL": ("heartbeat_ttl", float, 0.5),
             "SWEEP_INTERVAL": ("sweep_interval", float, 0.1),
             "SIDEEFFECT_LOST_AFTER": ("sideeffect_lost_after", float, 0.1),
+            "HOOK_CONCURRENCY": ("hook_concurrency", int, 0),
         }
         for key, (field, kind, minimum) in numbers.items():
             if values.get(key, "").strip():

@@ -10,8 +10,11 @@ whose next tick turns the outcome into a transition.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import sys
+import threading
 from pathlib import Path
 
 from django.conf import settings
@@ -35,6 +38,24 @@ from archivebox.tasks import rowsql
 logger = logging.getLogger(__name__)
 
 INTERPRETERS = {"py": [sys.executable, "-I"], "sh": ["sh"], "js": ["node"]}
+
+
+class HookSlots:
+    """Bounds the foreground hooks running at once in this process (HOOK_CONCURRENCY)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._semaphore: threading.BoundedSemaphore | None = None
+
+    def get(self) -> threading.BoundedSemaphore:
+        with self._lock:
+            if self._semaphore is None:
+                size = settings.ENGINE.hook_concurrency or 2 * (os.cpu_count() or 1)
+                self._semaphore = threading.BoundedSemaphore(size)
+            return self._semaphore
+
+
+HOOK_SLOTS = HookSlots()
 
 
 def hook_command(hook: HookScript, *, url: str | None, snapshot_id, crawl_id, depth: int) -> list[str]:
@@ -146,13 +167,14 @@ def run_hook(result_id, attempt: int) -> None:
         logger.debug("%s already launched (%s), not running it twice", key, row.status)
         return
     pwd.mkdir(parents=True, exist_ok=True)
-    try:
-        running = runner.launch(row, env, spawner=forked if hook.ext == "py" and settings.ENGINE.forkserver else None)
-    except OSError as err:
-        runner.close_unlaunched(row, f"could not start: {err}", permanent=True)
-        wake_rows(ArchiveResult, [result.pk])
-        return
-    exit_code, reason = runner.wait(running, timeout, lambda: stop_reason(result.pk, attempt), grace=settings.ENGINE.hook_kill_grace)
+    with contextlib.nullcontext() if hook.background else HOOK_SLOTS.get():
+        try:
+            running = runner.launch(row, env, spawner=forked if hook.ext == "py" and settings.ENGINE.forkserver else None)
+        except OSError as err:
+            runner.close_unlaunched(row, f"could not start: {err}", permanent=True)
+            wake_rows(ArchiveResult, [result.pk])
+            return
+        exit_code, reason = runner.wait(running, timeout, lambda: stop_reason(result.pk, attempt), grace=settings.ENGINE.hook_kill_grace)
     report = _read(row, pwd, snapshot, crawl)
     apply_report(report, snapshot)
     runner.finish(row, exit_code, reason, report.to_json())
