@@ -39,9 +39,9 @@ def test_steps_run_in_order_with_parallel_steps_non_blocking_background_and_fail
             earlier = [h for h, (s, bg) in STEPS_HOOKS.items() if s < step and not bg]
             for other in earlier:
                 assert marks[hook]["start"] >= marks[other]["end"], f"{hook} (step {step}) started before {other} ended"
-        # the two foreground hooks of step 0, and of step 2, ran at the same time
-        for a, b in [("on_Snapshot__00_zero.py", "on_Snapshot__05_zero.sh"), ("on_Snapshot__21_par.py", "on_Snapshot__22_par.sh")]:
-            assert max(marks[a]["start"], marks[b]["start"]) < min(marks[a]["end"], marks[b]["end"]), (a, b, marks[a], marks[b])
+        # the two foreground hooks of step 2 (0.6 s each) ran at the same time
+        a, b = marks["on_Snapshot__21_par.py"], marks["on_Snapshot__22_par.sh"]
+        assert max(a["start"], b["start"]) < min(a["end"], b["end"]), (a, b)
         # the background hook of step 1 spanned steps 2..5 without holding them back
         watch = marks["on_Snapshot__12_watch.finite.bg.py"]
         for later in ("on_Snapshot__21_par.py", "on_Snapshot__30_soft_fail.sh", "on_Snapshot__50_after.py"):
