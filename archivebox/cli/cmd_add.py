@@ -112,7 +112,7 @@ def wait_for(crawl: Crawl, tick_workers: int) -> bool:
             time.sleep(0.25)
         progress.finish()
         return True
-    workers = EmbeddedWorkers(tick_workers=tick_workers, sideeffect_workers=max(8, settings.ENGINE.snapshot_max_active * 2))
+    workers = EmbeddedWorkers(tick_workers=tick_workers, sideeffect_workers=16)
     workers.start()
     try:
         finished = workers.run_until(done, progress.update)
