@@ -34,7 +34,8 @@ def test_foreground_add_archives_every_url_and_prints_a_summary(collection):
     for url, snapshot in snapshots.items():
         assert snapshot["status"] == "sealed"
         assert snapshot["title"] == f"Title of {url}"
-        assert snapshot["tags"] == ["titled"]
+        # The crawl's tags (--tag) and the tags a hook reported.
+        assert snapshot["tags"] == ["one", "titled", "two"]
         assert {r["plugin"]: r["status"] for r in snapshot["results"]} == {"noop": "succeeded", "titler": "succeeded"}
         assert all(r["attempts"] == 1 for r in snapshot["results"])
         index = json.loads((collection.root / snapshot["output_dir"] / "index.json").read_text())

@@ -7,7 +7,7 @@ import logging
 from django.conf import settings
 from django.utils import timezone
 
-from archivebox.core.models import ArchiveResult, Crawl, Snapshot
+from archivebox.core.models import ArchiveResult, Crawl, Snapshot, Tag
 from archivebox.core.urlcheck import is_valid_url
 from archivebox.sideeffects.queue import sideeffect
 from archivebox.sideeffects.results import create_results, results_of
@@ -31,13 +31,20 @@ def crawl_started(crawl_id) -> None:
 
 
 def create_snapshots(crawl: Crawl, urls: list[str], depth: int, parent_id=None) -> int:
-    """Bulk-create parked, queued snapshots (duplicates within the crawl are ignored)."""
+    """Bulk-create parked, queued snapshots (duplicates within the crawl are ignored), tagged
+    with the crawl's tags."""
     now = timezone.now()
+    tags = [Tag.objects.get_or_create(name=name)[0] for name in crawl.tag_names]
     created = 0
     for start in range(0, len(urls), BATCH):
-        rows = [Snapshot(crawl=crawl, url=url, depth=depth, parent_id=parent_id, retry_at=parked(now)) for url in urls[start:start + BATCH]]
+        batch = urls[start:start + BATCH]
+        rows = [Snapshot(crawl=crawl, url=url, depth=depth, parent_id=parent_id, retry_at=parked(now)) for url in batch]
         Snapshot.objects.bulk_create(rows, ignore_conflicts=True)
         created += len(rows)
+        if tags:
+            ids = Snapshot.objects.filter(crawl=crawl, url__in=batch).values_list("pk", flat=True)
+            through = Snapshot.tags.through
+            through.objects.bulk_create([through(snapshot_id=pk, tag_id=tag.pk) for pk in ids for tag in tags], ignore_conflicts=True)
     return created
 
 

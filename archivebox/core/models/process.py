@@ -44,6 +44,7 @@ class Process(StatefulModel):
 
     class Meta:
         ordering = ["-created_at"]
+        verbose_name_plural = "processes"
         constraints = lifecycle_constraints(ProcessGraph, "process")
         indexes = [
             due_index("process"),
