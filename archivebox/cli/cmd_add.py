@@ -1,8 +1,9 @@
 """Archive URLs: create a crawl and (unless --bg) run it to the end.
 
-URLs come from the arguments, from --file (one per line), or from stdin ("-", or when
-stdin is not a terminal and no URL is given). Invalid URLs are reported one per line
-and skipped; the valid ones are still added. In the foreground the command returns
+URLs come from the arguments, from --file, or from stdin ("-", or when stdin is not a
+terminal and no URL is given). A file or stdin may be a list (one URL per line), prose
+with URLs in it, an RSS/Atom feed or an HTML page: its URLs are added. Invalid URLs are
+reported one per line and skipped; the valid ones are still added. In the foreground the command returns
 when the crawl is sealed, running the worker pools in this process if none are running.
 """
 
@@ -20,6 +21,7 @@ from archivebox.cli.progress import Progress, crawl_counts, pools_alive
 from archivebox.config import ConfigError
 from archivebox.core.models import Crawl
 from archivebox.core.urlcheck import InvalidURL, check_url
+from archivebox.core.urlinput import InputError, candidates
 from archivebox.hooks.catalog import catalog, layers
 from archivebox.process.embedded import EmbeddedWorkers
 from archivebox.tasks import registry, rowsql
@@ -38,17 +40,18 @@ def register(parser) -> None:
 
 
 def gather(args) -> list[str]:
-    lines: list[str] = []
-    for value in args.urls:
-        if value == "-":
-            lines += sys.stdin.read().splitlines()
-        else:
-            lines.append(value)
-    for path in args.file:
-        lines += read_lines(path)
-    if not args.urls and not args.file and not sys.stdin.isatty():
-        lines += sys.stdin.read().splitlines()
-    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    """URL candidates from the arguments, files and stdin (lists, prose, feeds, HTML)."""
+    found: list[str] = []
+    try:
+        for value in args.urls:
+            found += candidates(sys.stdin.read()) if value == "-" else [value.strip()]
+        for path in args.file:
+            found += candidates("\n".join(read_lines(path)))
+        if not args.urls and not args.file and not sys.stdin.isatty():
+            found += candidates(sys.stdin.read())
+    except InputError as err:
+        raise CommandError(str(err), code=2) from None
+    return [url for url in found if url]
 
 
 def split_valid(candidates: list[str]) -> tuple[list[str], list[str]]:

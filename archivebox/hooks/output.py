@@ -24,6 +24,15 @@ MAX_NOTES = 20
 RESULT_STATUSES = {"succeeded", "failed", "skipped", "noresults"}
 
 
+@dataclass(frozen=True)
+class Outlink:
+    """A URL a hook found. ``expand``: an entry of the document itself (a feed item, a line
+    of a URL list), archived at the snapshot's own depth rather than one hop further."""
+
+    url: str
+    expand: bool = False
+
+
 @dataclass
 class HookReport:
     result: dict | None = None
@@ -72,7 +81,7 @@ def refused_path(value, hook_dir: Path, snap_dir: Path) -> bool:
 
 
 def read_report(stream: BinaryIO, *, hook_dir: Path, snap_dir: Path,
-                on_outlinks: Callable[[list[str]], None] = lambda urls: None, label: str = "hook") -> HookReport:
+                on_outlinks: Callable[[list[Outlink]], None] = lambda links: None, label: str = "hook") -> HookReport:
     """Parse a hook's stdout into a :class:`HookReport`, applying outlinks as they stream past."""
     report = HookReport()
     batch: list[str] = []
@@ -93,7 +102,7 @@ def read_report(stream: BinaryIO, *, hook_dir: Path, snap_dir: Path,
         if kind == "ArchiveResult":
             report.result = _result(record, hook_dir, snap_dir, report)
         elif kind == "Snapshot" and isinstance(record.get("url"), str):
-            batch.append(record["url"])
+            batch.append(Outlink(record["url"], record.get("expand") is True))
             report.outlinks += 1
             if len(batch) >= OUTLINK_BATCH:
                 on_outlinks(batch)

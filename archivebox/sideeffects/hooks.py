@@ -26,7 +26,7 @@ from archivebox.core.models import ArchiveResult, Crawl, Machine, Process, Snaps
 from archivebox.hooks.catalog import catalog
 from archivebox.hooks.config import to_env
 from archivebox.hooks.discovery import HookScript
-from archivebox.hooks.output import HookReport, read_report
+from archivebox.hooks.output import HookReport, Outlink, read_report
 from archivebox.process import forkclient, runner
 from archivebox.process.registry import current_worker
 from archivebox.sideeffects.crawl import create_snapshots
@@ -116,14 +116,18 @@ def apply_report(report: HookReport, snapshot: Snapshot | None) -> None:
 
 
 def outlink_sink(snapshot: Snapshot | None, crawl: Crawl):
-    """Turns outlink batches into child snapshots at depth+1, within the crawl's max depth."""
-    depth = (snapshot.depth if snapshot else -1) + 1
+    """Turns outlink batches into child snapshots within the crawl's max depth: links at
+    depth+1, expanded entries (of a feed or URL list) at the snapshot's own depth."""
+    own_depth = snapshot.depth if snapshot else 0
 
-    def sink(urls: list[str]) -> None:
-        if depth > crawl.max_depth or crawl.is_final:
+    def sink(links: list[Outlink]) -> None:
+        if crawl.is_final:
             return
-        valid = list(dict.fromkeys(url.strip() for url in urls if _archivable(url)))
-        create_snapshots(crawl, valid, depth=depth, parent_id=snapshot.pk if snapshot else None)
+        for expand in (True, False):
+            depth = own_depth if expand else own_depth + 1
+            urls = list(dict.fromkeys(link.url.strip() for link in links if link.expand is expand and _archivable(link.url)))
+            if urls and depth <= crawl.max_depth:
+                create_snapshots(crawl, urls, depth=depth, parent_id=snapshot.pk if snapshot else None)
 
     return sink
 

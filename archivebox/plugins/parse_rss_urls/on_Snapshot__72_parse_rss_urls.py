@@ -198,7 +198,7 @@ def main():
     H.write_atomic("urls.jsonl", "".join(
         json.dumps({"type": "Snapshot", "url": u, "title": t}, ensure_ascii=False) + "\n" for u, t in rows))
     for link, _title in rows:
-        H.emit_url(link)
+        H.emit_url(link, expand=True)  # a feed lists entries: archive them at this depth
     feed_type = "atom" if local(root.tag) == "feed" else local(root.tag)
     H.finish("succeeded", "urls.jsonl", {"count": len(rows), "feed": feed_type, "source": origin})
 

@@ -86,7 +86,7 @@ def main():
     H.write_atomic("urls.jsonl", "".join(
         json.dumps({"type": "Snapshot", "url": u}, ensure_ascii=False) + "\n" for u in urls))
     for u in urls:
-        H.emit_url(u)
+        H.emit_url(u, expand=True)  # a URL list: its URLs are archived at this depth
     H.finish("succeeded", "urls.jsonl", {"count": len(urls), "source": origin})
 
 
