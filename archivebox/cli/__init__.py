@@ -19,7 +19,7 @@ from archivebox.config import ConfigError, resolve_data_dir
 
 logger = logging.getLogger(__name__)
 
-COMMANDS = ["init", "add", "status", "list", "update", "worker", "server", "purge", "manage"]
+COMMANDS = ["init", "add", "status", "list", "update", "worker", "server", "purge", "manage", "search"]
 
 
 class CommandError(Exception):
