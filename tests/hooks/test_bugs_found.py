@@ -29,10 +29,9 @@ from archivebox.hooks.config import coerce
 from archivebox.hooks.discovery import find_hooks, find_plugins
 from archivebox.process import runner
 from archivebox.process.sweep import sweep_machine
-from archivebox.sideeffects.results import create_results
 
 from .util import (
-    collection, engine_config, hook_rows, kill_quietly, make_snapshot, pid_dead, results, run_attempt, run_pools, snapshot_dir,
+    collection, engine_config, hook_rows, kill_quietly, make_snapshot, pid_dead, results, run_attempt, run_pools,
     started_result, tick_result, wait_all_dead, wait_until,
 )
 

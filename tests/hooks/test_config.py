@@ -8,7 +8,6 @@ import pytest
 from django.conf import settings
 
 from archivebox.config import ConfigError
-from archivebox.core.models import Process
 from archivebox.hooks.config import GLOBAL_SCHEMA, coerce, plugin_schema, resolve, resolve_key, to_env
 
 from .util import collection, make_snapshot, results, run_attempt, run_pools, snapshot_dir, started_result

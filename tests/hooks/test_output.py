@@ -6,11 +6,9 @@ import io
 import json
 import logging
 import subprocess
-import time
 import tracemalloc
 from pathlib import Path
 
-import psutil
 import pytest
 
 from archivebox.core.models import Snapshot, Tag
@@ -68,7 +66,7 @@ def test_snapshot_records_give_outlinks_in_batches_and_a_title(tmp_path):
     report = parse(jsonl(*({"type": "Snapshot", "url": u} for u in urls), {"type": "Snapshot", "title": "T" * 2000},
                          {"type": "Snapshot", "url": 5}), tmp_path, on_outlinks=batches.append)
     assert [len(b) for b in batches] == [OUTLINK_BATCH, OUTLINK_BATCH, 7]
-    assert [u for b in batches for u in b] == urls and report.outlinks == len(urls)
+    assert [getattr(u, "url", u) for b in batches for u in b] == urls and report.outlinks == len(urls)
     assert report.title == "T" * 1024
 
 

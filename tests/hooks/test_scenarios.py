@@ -7,9 +7,8 @@
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
-
-import pytest
 
 from .util import collection, db_time, hook_rows, kill_quietly, pid_dead, results, snapshot_dir, wait_until
 
@@ -73,7 +72,6 @@ def test_a_url_full_of_shell_metacharacters_reaches_the_hook_byte_for_byte(tmp_p
 
 
 def _dashed(hex_id: str) -> str:
-    import uuid
     return str(uuid.UUID(hex_id))
 
 

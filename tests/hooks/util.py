@@ -8,12 +8,9 @@ use :class:`helpers.Collection`: the real ``archivebox`` CLI and real ``huey_con
 from __future__ import annotations
 
 import datetime as dt
-import json
-import logging
 import os
 import signal
 import threading
-import time
 import uuid
 from pathlib import Path
 
@@ -24,14 +21,12 @@ from django.utils import timezone
 from archivebox.config import EngineConfig
 from archivebox.core.models import SNAPSHOTS_STEP, ArchiveResult, Crawl, Process, Snapshot
 from archivebox.hooks.discovery import extract_step, is_background
-from archivebox.process import registry
 from archivebox.sideeffects.hooks import run_hook
 from archivebox.tasks import actor_types  # noqa: F401  (registers the actor types)
 from archivebox.tasks import registry as actor_registry
 from archivebox.tasks.ticks import run_tick
 from helpers import Collection, wait_until
 
-FIXTURE_PLUGINS = Path(__file__).resolve().parent.parent / "fixtures" / "plugins"
 HOUR = dt.timedelta(hours=1)
 
 # Short timeouts so the end-to-end runs take seconds, not minutes.
@@ -82,7 +77,7 @@ def kill_quietly(*pids: int) -> None:
 
 
 class RssSampler:
-    """Samples the peak RSS of a process (and optionally its Python descendants) in a thread."""
+    """Samples the peak RSS of one process in a background thread while the block runs."""
 
     def __init__(self, pid: int, interval: float = 0.02):
         self.proc = psutil.Process(pid)
@@ -123,11 +118,6 @@ def make_snapshot(url: str = "https://example.com/page", *, depth: int = 0, max_
                                        started_at=now, retry_at=now + HOUR)
     snapshot.output_dir.mkdir(parents=True, exist_ok=True)
     return snapshot
-
-
-def make_crawl(url: str = "https://example.com/page", *, config: dict | None = None) -> Crawl:
-    now = timezone.now()
-    return Crawl.objects.create(urls=url, status="started", current_step=0, config=config or {}, started_at=now, retry_at=now + HOUR)
 
 
 def started_result(owner, plugin: str, hook_name: str, attempts: int = 1) -> ArchiveResult:
@@ -180,10 +170,10 @@ def hook_rows(coll: Collection, label_like: str = "%") -> list[dict]:
                                         (label_like,))]
 
 
-def run_with_pools(coll: Collection, *args: str, timeout: float = 60, effects_env: dict | None = None) -> None:
+def run_with_pools(coll: Collection, *args: str, timeout: float = 60) -> None:
     """``add --bg ARGS`` then :func:`run_pools`."""
     coll.cli("add", "--bg", *args)
-    run_pools(coll, timeout=timeout, effects_env=effects_env)
+    run_pools(coll, timeout=timeout)
 
 
 def unfinished(coll: Collection) -> int:
@@ -193,10 +183,10 @@ def unfinished(coll: Collection) -> int:
                for table, extra in (("crawl", ""), ("snapshot", ""), ("archiveresult", ""), ("process", " AND kind='hook'")))
 
 
-def run_pools(coll: Collection, timeout: float = 60, effects_env: dict | None = None) -> None:
+def run_pools(coll: Collection, timeout: float = 60) -> None:
     """Real ``huey_consumer`` pools until every row is final; the pools are stopped after."""
     coll.start_consumer("tasks", 2)
-    coll.start_consumer("sideeffects", 8, env=effects_env)
+    coll.start_consumer("sideeffects", 8)
     try:
         wait_until(lambda: unfinished(coll) == 0, timeout=timeout, interval=0.1, message="every row final")
     finally:
