@@ -83,6 +83,7 @@ class PluginCatalog:
     def validate(self, layers: Sequence[Mapping[str, Any]]) -> None:
         """Raise ConfigError (naming the key) if any enabled plugin's value is invalid."""
         plugin_config.resolve(plugin_config.GLOBAL_SCHEMA, layers)
+        plugin_config.url_filter(layers)
         for plugin in self.enabled_plugins(layers):
             plugin_config.resolve(self.schema(plugin), layers)
 

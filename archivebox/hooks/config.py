@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,8 @@ GLOBAL_SCHEMA: dict[str, dict[str, Any]] = {
     "PLUGINS": {"type": "string", "default": "", "description": "Comma-separated allow-list of plugins; empty means all"},
     "USER_AGENT": {"type": "string", "default": "Mozilla/5.0 (compatible; ArchiveBox/0.1; +https://archivebox.io)"},
     "CHECK_SSL_VALIDITY": {"type": "boolean", "default": True},
+    "URL_ALLOWLIST": {"type": "string", "default": "", "description": "Regex: only discovered links matching it become snapshots"},
+    "URL_DENYLIST": {"type": "string", "default": "", "description": "Regex: discovered links matching it never become snapshots"},
 }
 
 _MISSING = object()
@@ -166,6 +169,17 @@ _ARTICLE = {"boolean": "true or false", "integer": "an integer", "number": "a nu
 def resolve(schema: Mapping[str, dict], layers: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Every key of ``schema`` resolved against ``layers``; raises ConfigError naming a bad key."""
     return {key: resolve_key(key, spec, layers) for key, spec in schema.items()}
+
+
+def url_filter(layers: Sequence[Mapping[str, Any]]) -> Callable[[str], bool]:
+    """URL_ALLOWLIST / URL_DENYLIST (regexes) as a predicate on discovered links."""
+    allow = resolve_key("URL_ALLOWLIST", GLOBAL_SCHEMA["URL_ALLOWLIST"], layers)
+    deny = resolve_key("URL_DENYLIST", GLOBAL_SCHEMA["URL_DENYLIST"], layers)
+    try:
+        allowed, denied = (re.compile(allow) if allow else None), (re.compile(deny) if deny else None)
+    except re.error as err:
+        raise ConfigError(f"URL_ALLOWLIST/URL_DENYLIST: invalid regular expression: {err}") from None
+    return lambda url: (allowed is None or bool(allowed.search(url))) and (denied is None or not denied.search(url))
 
 
 def to_env(values: Mapping[str, Any]) -> dict[str, str]:

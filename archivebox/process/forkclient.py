@@ -141,6 +141,8 @@ class ForkClient:
             plugins_dir = Path(__file__).resolve().parent.parent / "plugins"
             cmd = [sys.executable, "-I", "-m", "archivebox.process.forkserver", address.hex(), str(plugins_dir)]
             env = {**runner.base_env(), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+            if os.environ.get("FORKSERVER_PRELOAD"):
+                env["FORKSERVER_PRELOAD"] = os.environ["FORKSERVER_PRELOAD"]
             row, _ = runner.create(kind=Process.Kind.FORKSERVER, cmd=cmd, pwd=str(settings.DATA_DIR), env=env, timeout=None,
                                    machine=Machine.current(settings.ENGINE.machine_id), parent=current_worker(), label="fork server")
             running = runner.launch(row, env)

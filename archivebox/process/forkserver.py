@@ -38,18 +38,18 @@ PRELOAD = (
     "zlib", "io", "mimetypes", "xml.etree.ElementTree", "email.utils", "base64", "struct", "datetime",
     "argparse", "runpy",
 )
-# Imported when available: heavier libraries some built-in plugins use.
-PRELOAD_OPTIONAL = ("lxml.html", "readability")
+# Heavier libraries that only some hooks use (readability: lxml) are not preloaded: every
+# forked hook would carry their memory. Name them in FORKSERVER_PRELOAD to preload them.
 
 
 def preload(plugins_dir: str | None) -> None:
     for name in PRELOAD:
         __import__(name)
-    for name in PRELOAD_OPTIONAL:
+    for name in filter(None, (n.strip() for n in os.environ.get("FORKSERVER_PRELOAD", "").split(","))):
         try:
             __import__(name)
-        except ImportError:
-            continue
+        except ImportError as err:
+            sys.stderr.write(f"forkserver: cannot preload {name}: {err}\n")
     if plugins_dir and os.path.isdir(os.path.join(plugins_dir, "_lib")):
         sys.path.insert(0, plugins_dir)
         try:

@@ -15,6 +15,7 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from django.conf import settings
@@ -24,7 +25,7 @@ from archivebox.broker import shutting_down
 from archivebox.config import ConfigError
 from archivebox.core.models import ArchiveResult, Crawl, Machine, Process, Snapshot, Tag
 from archivebox.hooks.catalog import catalog
-from archivebox.hooks.config import to_env
+from archivebox.hooks.config import to_env, url_filter
 from archivebox.hooks.discovery import HookScript
 from archivebox.hooks.output import HookReport, Outlink, read_report
 from archivebox.process import forkclient, runner
@@ -115,7 +116,7 @@ def apply_report(report: HookReport, snapshot: Snapshot | None) -> None:
         snapshot.tags.add(tag)
 
 
-def outlink_sink(snapshot: Snapshot | None, crawl: Crawl):
+def outlink_sink(snapshot: Snapshot | None, crawl: Crawl, wanted: Callable[[str], bool]):
     """Turns outlink batches into child snapshots within the crawl's max depth: links at
     depth+1, expanded entries (of a feed or URL list) at the snapshot's own depth."""
     own_depth = snapshot.depth if snapshot else 0
@@ -125,7 +126,8 @@ def outlink_sink(snapshot: Snapshot | None, crawl: Crawl):
             return
         for expand in (True, False):
             depth = own_depth if expand else own_depth + 1
-            urls = list(dict.fromkeys(link.url.strip() for link in links if link.expand is expand and _archivable(link.url)))
+            urls = list(dict.fromkeys(link.url.strip() for link in links
+                                      if link.expand is expand and _archivable(link.url) and wanted(link.url.strip())))
             if urls and depth <= crawl.max_depth:
                 create_snapshots(crawl, urls, depth=depth, parent_id=snapshot.pk if snapshot else None)
 
@@ -156,6 +158,7 @@ def run_hook(result_id, attempt: int) -> None:
         cat = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
         config_env = to_env(cat.resolved(result.plugin, layers))
         timeout = cat.timeout(result.plugin, layers)
+        wanted = url_filter(layers)
     except ConfigError as err:
         _record_failure(key, machine, result, pwd, f"config error: {err}")
         return
@@ -179,17 +182,17 @@ def run_hook(result_id, attempt: int) -> None:
             wake_rows(ArchiveResult, [result.pk])
             return
         exit_code, reason = runner.wait(running, timeout, lambda: stop_reason(result.pk, attempt), grace=settings.ENGINE.hook_kill_grace)
-    report = _read(row, pwd, snapshot, crawl)
+    report = _read(row, pwd, snapshot, crawl, wanted)
     apply_report(report, snapshot)
     runner.finish(row, exit_code, reason, report.to_json())
     wake_rows(ArchiveResult, [result.pk])
 
 
-def _read(row: Process, pwd: Path, snapshot: Snapshot | None, crawl: Crawl) -> HookReport:
+def _read(row: Process, pwd: Path, snapshot: Snapshot | None, crawl: Crawl, wanted: Callable[[str], bool]) -> HookReport:
     snap_dir = snapshot.output_dir if snapshot else crawl_dir(crawl.pk)
     try:
         with open(row.stdout_path, "rb") as stream:
-            return read_report(stream, hook_dir=pwd, snap_dir=snap_dir, on_outlinks=outlink_sink(snapshot, crawl), label=row.label)
+            return read_report(stream, hook_dir=pwd, snap_dir=snap_dir, on_outlinks=outlink_sink(snapshot, crawl, wanted), label=row.label)
     except OSError as err:
         report = HookReport()
         report.note(f"could not read stdout: {err}")
