@@ -1,6 +1,8 @@
 """headers hook: fetch the URL and save its response headers."""
 import json
 
+import pytest
+
 from localsite import closed_port
 
 
@@ -36,10 +38,19 @@ def test_headers_404_is_a_permanent_failure(site, snapshot_factory):
     assert json.loads(open(run.path("headers.json")).read())["status"] == 404
 
 
-def test_headers_500_is_failed(site, snapshot_factory):
-    run = snapshot_factory(site.url("/status/503")).run("headers")
+@pytest.mark.parametrize("code", [503, 500, 429])
+def test_headers_5xx_and_429_are_transient(site, snapshot_factory, code):
+    """The server may recover: exit non-zero (retried later), keeping what was recorded."""
+    run = snapshot_factory(site.url(f"/status/{code}")).run("headers", check_contract=False)
+    assert run.returncode != 0, run
+    assert f"HTTP {code}" in run.stderr
+    assert json.loads(open(run.path("headers.json")).read())["status"] == code
+
+
+def test_headers_410_is_a_permanent_failure(site, snapshot_factory):
+    run = snapshot_factory(site.url("/status/410")).run("headers")
     assert run.returncode == 0 and run.status == "failed"
-    assert run.result["output_str"].startswith("503")
+    assert run.result["output_str"].startswith("410")
 
 
 def test_headers_connection_refused_is_transient(snapshot_factory):

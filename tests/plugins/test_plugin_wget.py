@@ -61,6 +61,12 @@ def test_wget_404_is_a_permanent_failure(site, snapshot_factory):
     assert run.result["output_str"].startswith("404")
 
 
+def test_wget_503_is_transient(site, snapshot_factory):
+    run = snapshot_factory(site.url("/status/503")).run("wget", check_contract=False)
+    assert run.returncode != 0, run
+    assert "HTTP 503" in run.stderr
+
+
 def test_wget_connection_refused_is_transient(snapshot_factory):
     run = snapshot_factory(f"http://127.0.0.1:{closed_port()}/").run("wget")
     assert run.returncode != 0, run

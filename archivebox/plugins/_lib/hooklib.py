@@ -426,6 +426,8 @@ def load_html(url, timeout, allow_fetch=True, max_bytes=DEFAULT_MAX_BYTES, user_
     if not allow_fetch:
         return None, None, "no saved HTML in this snapshot"
     resp = fetch(url, timeout=timeout, max_bytes=max_bytes, user_agent=user_agent, check_ssl=check_ssl)
+    if is_transient_status(resp.status):
+        raise FetchError(f"HTTP {resp.status_text} (may recover: retry later)")
     if resp.status >= 400:
         return None, None, resp.status_text
     if not is_html_type(resp.content_type) and _sniff_bytes(resp.body) != "text/html":
@@ -448,6 +450,8 @@ def load_document(url, timeout, allow_fetch=True, max_bytes=DEFAULT_MAX_BYTES, u
     if not allow_fetch:
         return None, None, None, "no saved document in this snapshot"
     resp = fetch(url, timeout=timeout, max_bytes=max_bytes, user_agent=user_agent, check_ssl=check_ssl)
+    if is_transient_status(resp.status):
+        raise FetchError(f"HTTP {resp.status_text} (may recover: retry later)")
     if resp.status >= 400:
         return None, None, None, resp.status_text
     return resp.body, resp.content_type, resp.url, "fetch"
@@ -1097,10 +1101,16 @@ def chrome_skip_reason(configured):
     return "chromium not installed (none of " + ", ".join(CHROME_CANDIDATES) + " on PATH)"
 
 
+def is_transient_status(status):
+    """HTTP statuses worth retrying later: 408, 425, 429 and every 5xx (the server may recover)."""
+    return status in (408, 425, 429) or 500 <= status <= 599
+
+
 def http_error_from_headers():
-    """``"404 Not Found"`` if the headers hook recorded an HTTP error for this snapshot, else None."""
+    """``"404 Not Found"`` if the headers hook recorded a permanent HTTP error for this snapshot, else None."""
     info = read_json(sibling_path("headers", "headers.json"), None)
-    if isinstance(info, dict) and isinstance(info.get("status"), int) and info["status"] >= 400:
+    if isinstance(info, dict) and isinstance(info.get("status"), int) and info["status"] >= 400 \
+            and not is_transient_status(info["status"]):
         return f"{info['status']} {info.get('reason') or ''}".strip()
     return None
 

@@ -3,7 +3,8 @@
 
 Writes ``headers.json``: ``{"url": final URL, "requested_url", "status", "reason",
 "headers": {...}, "redirects": [{"status", "url"}, ...]}``.
-HTTP >= 400 is a permanent failure (exit 0, status failed); network errors and
+HTTP 429 and 5xx are transient (non-zero exit: retried later, headers.json kept);
+other HTTP >= 400 is a permanent failure (exit 0, status failed); network errors and
 timeouts exit non-zero so the engine retries later.
 """
 import os
@@ -42,6 +43,8 @@ def main():
         "content_type": resp.content_type,
         "redirects": len(resp.redirects),
     }
+    if H.is_transient_status(resp.status):
+        H.transient(f"HTTP {resp.status_text}: the server may recover, retry later")
     if resp.status >= 400:
         H.finish("failed", resp.status_text, summary)
     H.finish("succeeded", "headers.json", summary)

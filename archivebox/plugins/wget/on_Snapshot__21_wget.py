@@ -145,6 +145,8 @@ def main():
     if main_file is None:
         if errors:
             status, reason = errors[0]
+            if H.is_transient_status(status):
+                H.transient(f"HTTP {status} {reason}: the server may recover, retry later")
             if status >= 400:
                 H.finish("failed", f"{status} {reason}", {"status": status, "exit_code": code})
         if code == 0:
