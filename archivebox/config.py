@@ -116,6 +116,10 @@ class EngineConfig:
     # Foreground hooks running at once in one worker process (background hooks are not
     # counted: they live long and mostly wait). 0 means twice the number of CPU cores.
     hook_concurrency: int = 0
+    # Worker threads of each pool run by `archivebox worker` / `archivebox server` (the stock
+    # `huey_consumer` takes them as `-w`: pass "$TICKS_WORKERS" / "$SIDEEFFECTS_WORKERS").
+    ticks_workers: int = 4
+    sideeffects_workers: int = 16
 
     @property
     def slot_ttl(self) -> float:
@@ -147,6 +151,8 @@ class EngineConfig:
             "SWEEP_INTERVAL": ("sweep_interval", float, 0.1),
             "SIDEEFFECT_LOST_AFTER": ("sideeffect_lost_after", float, 0.1),
             "HOOK_CONCURRENCY": ("hook_concurrency", int, 0),
+            "TICKS_WORKERS": ("ticks_workers", int, 1),
+            "SIDEEFFECTS_WORKERS": ("sideeffects_workers", int, 1),
         }
         for key, (field, kind, minimum) in numbers.items():
             if values.get(key, "").strip():

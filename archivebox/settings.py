@@ -39,6 +39,15 @@ SQLITE_OPTIONS = {
 }
 
 
+def require_psycopg() -> None:
+    """Postgres needs the optional ``postgres`` extra: say so before Django fails on first use."""
+    try:
+        import psycopg  # noqa: F401, PLC0415 - only checks that the optional driver is installed
+    except ImportError:
+        raise ConfigError("DATABASE_URL: a postgres URL needs the psycopg driver: "
+                          "pip install 'archivebox[postgres]' (or psycopg[binary])") from None
+
+
 def database_from_url(url: str, data_dir: Path) -> dict:
     """Translate ``DATABASE_URL`` into a Django ``DATABASES`` entry."""
     if not url:
@@ -52,7 +61,10 @@ def database_from_url(url: str, data_dir: Path) -> dict:
         target = name if name.is_absolute() else data_dir / name
         return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(target), "OPTIONS": dict(SQLITE_OPTIONS), "CONN_MAX_AGE": None}
     if parts.scheme in ("postgres", "postgresql"):
-        options = dict(parse_qsl(parts.query))
+        require_psycopg()
+        # A server that cannot be reached fails a connection attempt after this many seconds
+        # (libpq's default is to wait forever); ``?connect_timeout=`` in the URL overrides it.
+        options = {"connect_timeout": "10", **dict(parse_qsl(parts.query))}
         return {
             "ENGINE": "django.db.backends.postgresql",
             "NAME": unquote(parts.path.lstrip("/")) or "archivebox",

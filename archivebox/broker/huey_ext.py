@@ -9,12 +9,15 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from huey import Huey, PriorityRedisExpireHuey
 from huey.consumer import Consumer
-from huey.storage import SqliteStorage
+from huey.storage import PriorityRedisExpireStorage, SqliteStorage
+from redis import ConnectionPool
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from archivebox.broker.doorbell import Doorbell
 
@@ -59,6 +62,77 @@ class DoorbellSqliteStorage(SqliteStorage):
         return data
 
 
+class RedisOutage:
+    """Rides out a Redis outage in a consumer: one warning when it starts, one line when it ends.
+
+    A worker that cannot reach Redis waits (``0.1 s``, doubling up to ``max_wait``, cut
+    short by shutdown) and polls again, instead of Huey's traceback per attempt and its
+    backoff growing towards ``-m`` seconds, which would delay recovery by as much.
+    """
+
+    def __init__(self, queue: str, max_wait: float = 1.0, repeat_warning: float = 30.0):
+        self.queue = queue
+        self.max_wait = max_wait
+        self.repeat_warning = repeat_warning
+        self._lock = threading.Lock()
+        self._since: float | None = None
+        self._warned_at = 0.0
+        self._failures = 0
+
+    def failed(self, err: Exception, wait: bool = True) -> None:
+        with self._lock:
+            now = time.monotonic()
+            if self._since is None:
+                self._since, self._failures = now, 0
+            self._failures += 1
+            if now - self._warned_at >= self.repeat_warning:
+                self._warned_at = now
+                logger.warning("queue %s: Redis is unreachable (%s); retrying (the database keeps every row, "
+                               "lost messages are dispatched again)", self.queue, err)
+            delay = min(self.max_wait, 0.1 * 2 ** min(self._failures - 1, 10))
+        if wait:
+            shutting_down.wait(delay)
+
+    def recovered(self) -> None:
+        if self._since is None:
+            return
+        with self._lock:
+            if self._since is None:
+                return
+            logger.warning("queue %s: Redis is reachable again after %.1fs", self.queue, time.monotonic() - self._since)
+            self._since, self._warned_at = None, 0.0
+
+
+class ResilientRedisStorage(PriorityRedisExpireStorage):
+    """Huey's priority Redis storage, for consumers that outlive a Redis restart.
+
+    ``dequeue`` and ``read_schedule`` treat an unreachable Redis as an empty queue for a
+    moment (see :class:`RedisOutage`). ``enqueue`` still raises: the caller must know its
+    message was not sent (the rows it meant to dispatch are found again by the orchestrator
+    once their claim expires).
+    """
+
+    def __init__(self, name="huey", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.outage = RedisOutage(name)
+
+    def dequeue(self):
+        try:
+            data = super().dequeue()
+        except RedisConnectionError as err:
+            self.outage.failed(err)
+            return None
+        self.outage.recovered()
+        return data
+
+    def read_schedule(self, ts):
+        try:
+            return super().read_schedule(ts)
+        except RedisConnectionError as err:
+            self.outage.failed(err, wait=False)
+            return []
+
+
 class ArchiveboxHueyMixin:
     """Hands the stock consumer command our consumer class and lifecycle callbacks."""
 
@@ -78,7 +152,7 @@ class SqliteQueue(ArchiveboxHueyMixin, Huey):
 
 
 class RedisQueue(ArchiveboxHueyMixin, PriorityRedisExpireHuey):
-    pass
+    storage_class = ResilientRedisStorage
 
 
 class ArchiveboxConsumer(Consumer):
@@ -130,11 +204,24 @@ class ArchiveboxConsumer(Consumer):
             signal.signal(signal.SIGTERM, signal.default_int_handler)
 
 
+# Seconds a blocking pop waits on Redis before the worker looks at its stop flag again.
+REDIS_READ_TIMEOUT = 1
+# Socket defaults for Redis connections, unless the URL sets them (``?socket_timeout=…``):
+# a Redis that hangs or a network that drops packets costs a worker seconds, never forever.
+REDIS_SOCKET_OPTIONS = {"socket_connect_timeout": 5.0, "socket_timeout": REDIS_READ_TIMEOUT + 9.0,
+                        "socket_keepalive": True, "health_check_interval": 30}
+
+
+def redis_pool(url: str) -> ConnectionPool:
+    """A connection pool for ``url``; options in its query string override the socket defaults."""
+    return ConnectionPool.from_url(url, **REDIS_SOCKET_OPTIONS)
+
+
 def build_huey(name: str, queue_dir: Path, redis_url: str = "") -> Huey:
     """One queue of the project: Redis when ``redis_url`` is set, else SQLite in ``queue_dir``."""
     common = dict(results=False, store_none=False, utc=True, immediate=False)
     if redis_url:
-        huey = RedisQueue(name, url=redis_url, read_timeout=1, **common)
+        huey = RedisQueue(name, connection_pool=redis_pool(redis_url), read_timeout=REDIS_READ_TIMEOUT, **common)
     else:
         huey = SqliteQueue(
             name,

@@ -16,6 +16,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from archivebox.cli import CommandError
+from archivebox.cli.cmd_worker import pool_sizes
 from archivebox.cli.common import setup_django
 from archivebox.process.embedded import EmbeddedWorkers
 from archivebox.web.server import BadAddress, WebServer, parse_bind
@@ -25,8 +26,10 @@ def register(parser) -> None:
     parser.add_argument("bind", nargs="?", metavar="ADDR:PORT", help="where to listen (default 127.0.0.1:8000)")
     parser.add_argument("--no-workers", action="store_true", help="serve the web UI only; run the worker pools elsewhere")
     parser.add_argument("--threads", type=int, default=8, help="HTTP worker threads (default 8)")
-    parser.add_argument("--ticks", type=int, default=4, help="tick worker threads of the embedded pool (default 4)")
-    parser.add_argument("--sideeffects", type=int, default=16, help="side-effect worker threads of the embedded pool (default 16)")
+    parser.add_argument("--ticks", type=int, default=None,
+                        help="tick worker threads of the embedded pool (default: $TICKS_WORKERS, else 4)")
+    parser.add_argument("--sideeffects", type=int, default=None,
+                        help="side-effect worker threads of the embedded pool (default: $SIDEEFFECTS_WORKERS, else 16)")
 
 
 def run(args) -> int:
@@ -34,6 +37,7 @@ def run(args) -> int:
         host, port = parse_bind(args.bind)
     except BadAddress as err:
         raise CommandError(str(err), code=2) from None
+    pool_sizes(args)
     for name in ("threads", "ticks", "sideeffects"):
         if getattr(args, name) < 1:
             raise CommandError(f"--{name} must be at least 1, got {getattr(args, name)}", code=2)

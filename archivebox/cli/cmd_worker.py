@@ -1,21 +1,35 @@
 """Run both worker pools in this process until SIGINT/SIGTERM.
 
-For separate pools (or many machines) run the stock consumer on each queue instead:
-``huey_consumer archivebox.tasks.huey -w 4`` and ``huey_consumer archivebox.sideeffects.huey -w 16``.
+Pool sizes default to TICKS_WORKERS and SIDEEFFECTS_WORKERS (else 4 and 16). For separate
+pools (or many machines) run the stock consumer on each queue instead:
+``huey_consumer archivebox.tasks.huey -w "$TICKS_WORKERS"`` and
+``huey_consumer archivebox.sideeffects.huey -w "$SIDEEFFECTS_WORKERS"``.
 """
 
 from __future__ import annotations
+
+from django.conf import settings
 
 from archivebox.cli.common import at_least, setup_django
 from archivebox.process.embedded import EmbeddedWorkers
 
 
 def register(parser) -> None:
-    parser.add_argument("--ticks", type=int, default=4, help="tick worker threads (default 4)")
-    parser.add_argument("--sideeffects", type=int, default=16, help="side-effect worker threads (default 16)")
+    parser.add_argument("--ticks", type=int, default=None, help="tick worker threads (default: $TICKS_WORKERS, else 4)")
+    parser.add_argument("--sideeffects", type=int, default=None,
+                        help="side-effect worker threads (default: $SIDEEFFECTS_WORKERS, else 16)")
+
+
+def pool_sizes(args) -> None:
+    """Fill in the pool sizes the command line left out, from the environment (settings.ENGINE)."""
+    if args.ticks is None:
+        args.ticks = settings.ENGINE.ticks_workers
+    if args.sideeffects is None:
+        args.sideeffects = settings.ENGINE.sideeffects_workers
 
 
 def run(args) -> int:
+    pool_sizes(args)
     at_least(args.ticks, 1, "--ticks")
     at_least(args.sideeffects, 1, "--sideeffects")
     setup_django()
