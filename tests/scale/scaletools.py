@@ -8,9 +8,12 @@ Postgres and Redis.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
+import sys
+import textwrap
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,6 +81,17 @@ class ScaleCollection(Collection):
                        for t in ("crawl", "snapshot", "archiveresult", "process"))
         except Exception:  # noqa: BLE001 - the database may be restarting: "not finished yet"
             return -1
+
+    def django(self, code: str, env: dict | None = None) -> object:
+        """Run ``code`` with Django set up on this collection, in a fresh interpreter; returns
+        what it assigns to ``result`` (JSON)."""
+        script = "from archivebox import boot\nboot.setup()\nimport json\nresult = None\n" + textwrap.dedent(code) + \
+                 "\nprint(json.dumps(result, default=str))\n"
+        done = subprocess.run([sys.executable, "-c", script], cwd=self.root, env={**self.env, **(env or {})},
+                              capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise AssertionError(f"django snippet failed:\n{done.stderr}")
+        return json.loads(done.stdout.strip().splitlines()[-1])
 
     def start_machine(self, name: str, ticks: int = 2, sideeffects: int = 4, env: dict | None = None) -> "Machine":
         machine_env = {"MACHINE_ID": name, **(env or {})}
