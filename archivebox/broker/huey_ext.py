@@ -187,11 +187,16 @@ class ArchiveboxConsumer(Consumer):
     def stop(self, graceful=False):
         shutting_down.set()
         self.huey.wake_consumers()
+        self.interrupted = False
         try:
             super().stop(graceful=graceful)
         finally:
             for listener in self.listeners:
-                listener.on_stop(graceful)
+                listener.on_stop(graceful and not self.interrupted)
+
+    def _interrupt_workers(self):
+        self.interrupted = True  # a second signal cut the graceful stop short
+        super()._interrupt_workers()
 
     def _handle_signal(self, signum, frame):
         self._signum = signum

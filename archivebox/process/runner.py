@@ -80,6 +80,7 @@ class Running:
 
     row: Process
     handle: subprocess.Popen
+    exited_at: dt.datetime | None = None  # when the exit was seen (set by wait and terminate)
 
     @property
     def pid(self) -> int:
@@ -167,7 +168,9 @@ def wait(running: Running, timeout: float | None, should_stop: Callable[[], str 
         remaining = None if timeout is None else timeout - (time.monotonic() - started)
         step = max(0.0, min(x for x in (remaining, next_check - time.monotonic(), check_every) if x is not None))
         try:
-            return running.handle.wait(timeout=step), ""
+            code = running.handle.wait(timeout=step)
+            running.exited_at = timezone.now()
+            return code, ""
         except subprocess.TimeoutExpired:
             pass
         if remaining is not None and remaining <= 0:
@@ -192,6 +195,7 @@ def terminate(running: Running, grace: float) -> int | None:
         _signal_all(running.pid, survivors, signal.SIGKILL)
         code = running.handle.wait()
     psutil.wait_procs(survivors, timeout=grace)
+    running.exited_at = timezone.now()
     return code
 
 
@@ -263,9 +267,10 @@ def close_unlaunched(row: Process, reason: str, permanent: bool = False) -> bool
     ))
 
 
-def finish(row: Process, exit_code: int | None, reason: str = "", result_json: dict | None = None) -> bool:
-    """Record the end of a subprocess: running -> exited."""
+def finish(row: Process, exit_code: int | None, reason: str = "", result_json: dict | None = None,
+           ended_at: dt.datetime | None = None) -> bool:
+    """Record the end of a subprocess: running -> exited (``ended_at``: when it exited, if known)."""
     now = timezone.now()
     return move(row, "running", "exited", now=now, fields=dict(
-        exit_code=exit_code, reason=reason[:255], ended_at=now, result_json=result_json,
+        exit_code=exit_code, reason=reason[:255], ended_at=ended_at or now, result_json=result_json,
     ))

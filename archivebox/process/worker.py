@@ -16,6 +16,7 @@ from django.db import close_old_connections
 from archivebox.core.models import ArchiveResult, Machine, Process
 from archivebox.process import forkclient, registry, runner
 from archivebox.process.sweep import sweep_machine
+from archivebox.sideeffects import hooks as hook_effects
 from archivebox.sideeffects.wake import wake_rows
 
 logger = logging.getLogger(__name__)
@@ -60,6 +61,12 @@ class WorkerListener:
         stop short) are killed, so none outlives its worker."""
         if self.row is None:
             return
+        try:
+            left = hook_effects.SUPERVISORS.join(timeout=self.config.hook_kill_grace + 5 if graceful else 0.5)
+        except KeyboardInterrupt:
+            left = -1  # a second signal: stop waiting for the hooks to wind down
+        if left:
+            logger.warning("%s pool: hooks still running on the way out are killed", self.pool)
         for hook in Process.objects.filter(parent=self.row, status="running"):
             logger.warning("%s pool: killing %s (pid %s) on the way out", self.pool, hook.label, hook.pid)
             runner.kill_orphan(hook.pid, hook.pid_started, hook.pwd, grace=0.2)

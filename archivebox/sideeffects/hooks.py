@@ -15,10 +15,13 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
+from django.db import close_old_connections
 from django.utils import timezone
 
 from archivebox.broker import shutting_down
@@ -174,18 +177,87 @@ def run_hook(result_id, attempt: int) -> None:
         logger.debug("%s already launched (%s), not running it twice", key, row.status)
         return
     pwd.mkdir(parents=True, exist_ok=True)
-    with contextlib.nullcontext() if hook.background else HOOK_SLOTS.get():
-        try:
-            running = runner.launch(row, env, spawner=forked if hook.ext == "py" and settings.ENGINE.forkserver else None)
-        except OSError as err:
-            runner.close_unlaunched(row, f"could not start: {err}", permanent=True)
-            wake_rows(ArchiveResult, [result.pk])
+    spawner = forked if hook.ext == "py" and settings.ENGINE.forkserver else None
+    SUPERVISORS.start(Supervised(row, env, spawner, timeout, hook.background, result.pk, attempt, pwd, snapshot, crawl, wanted))
+
+
+@dataclass
+class Supervised:
+    """Everything a supervisor thread needs to run one hook to its end."""
+
+    row: Process
+    env: dict
+    spawner: Callable | None
+    timeout: float
+    background: bool
+    result_id: object
+    attempt: int
+    pwd: Path
+    snapshot: Snapshot | None
+    crawl: Crawl
+    wanted: Callable[[str], bool]
+
+
+def supervise(job: Supervised) -> None:
+    """Launch the hook (a foreground one once a HOOK_CONCURRENCY slot is free), wait for it,
+    record what it reported, and wake its ArchiveResult.
+
+    Runs in a thread of its own, not in a pool worker: a background hook may live for
+    hours, and a pool worker must stay free for other side effects.
+    """
+    with contextlib.nullcontext() if job.background else HOOK_SLOTS.get():
+        if shutting_down.is_set():
+            runner.close_unlaunched(job.row, "worker shutting down before the hook started")
+            wake_rows(ArchiveResult, [job.result_id])
             return
-        exit_code, reason = runner.wait(running, timeout, lambda: stop_reason(result.pk, attempt), grace=settings.ENGINE.hook_kill_grace)
-    report = _read(row, pwd, snapshot, crawl, wanted)
-    apply_report(report, snapshot)
-    runner.finish(row, exit_code, reason, report.to_json())
-    wake_rows(ArchiveResult, [result.pk])
+        try:
+            running = runner.launch(job.row, job.env, spawner=job.spawner)
+        except OSError as err:
+            runner.close_unlaunched(job.row, f"could not start: {err}", permanent=True)
+            wake_rows(ArchiveResult, [job.result_id])
+            return
+        exit_code, reason = runner.wait(running, job.timeout, lambda: stop_reason(job.result_id, job.attempt),
+                                        grace=settings.ENGINE.hook_kill_grace)
+    report = _read(job.row, job.pwd, job.snapshot, job.crawl, job.wanted)
+    apply_report(report, job.snapshot)
+    runner.finish(job.row, exit_code, reason, report.to_json(), ended_at=running.exited_at)
+    wake_rows(ArchiveResult, [job.result_id])
+
+
+class Supervisors:
+    """The hook-supervising threads of this process, so the worker can wait for them on stop."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._threads: set[threading.Thread] = set()
+
+    def start(self, job: Supervised) -> None:
+        thread = threading.Thread(target=self._run, args=(job,), name=f"hook {job.row.label}", daemon=True)
+        with self._lock:
+            self._threads.add(thread)
+        thread.start()
+
+    def _run(self, job: Supervised) -> None:
+        try:
+            supervise(job)
+        except Exception:
+            logger.exception("supervising %s failed; its result will retry when its deadline passes", job.row.label)
+        finally:
+            close_old_connections()
+            with self._lock:
+                self._threads.discard(threading.current_thread())
+
+    def join(self, timeout: float) -> int:
+        """Wait (up to ``timeout``) for every supervised hook to end; returns how many are left."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            threads = list(self._threads)
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return sum(thread.is_alive() for thread in threads)
+
+
+SUPERVISORS = Supervisors()
 
 
 def _read(row: Process, pwd: Path, snapshot: Snapshot | None, crawl: Crawl, wanted: Callable[[str], bool]) -> HookReport:

@@ -72,3 +72,6 @@ def result_finished(result_id) -> None:
         wake_rows(owner_model, [owner_id])
     if owner_kind == "Snapshot":
         index_effects.write_index.run(owner_id)
+        if Snapshot.objects.filter(pk=owner_id, retry_at__isnull=True).exists():
+            # A background hook of a sealed snapshot was recorded: its crawl may be done now.
+            wake_rows(Crawl, [result["crawl_id"]])

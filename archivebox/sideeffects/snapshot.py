@@ -26,10 +26,10 @@ def snapshot_started(snapshot_id) -> None:
         return
     snapshot.output_dir.mkdir(parents=True, exist_ok=True)
     create_results(snapshot.crawl, snapshot, timezone.now())
-    index_effects.write_index.run(snapshot.pk)
     due = snapshot.results.filter(status="queued", step__lte=snapshot.current_step).values_list("pk", flat=True)
     wake_rows(ArchiveResult, due)
     wake_rows(Snapshot, [snapshot.pk])
+    index_effects.write_index.run(snapshot.pk)
 
 
 @sideeffect

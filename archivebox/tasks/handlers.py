@@ -138,6 +138,9 @@ def handle_crawl(crawl: Crawl, *, now: dt.datetime, config: EngineConfig) -> Dec
                                 partial(crawl_effects.create_root_snapshots, crawl.pk))
     if snapshots.filter(status__in=("queued", "started")).exists():
         return Wait(now + PUMP, "snapshots in progress", (partial(crawl_effects.activate_snapshots, crawl.pk),))
+    if ArchiveResult.objects.filter(crawl=crawl, snapshot__isnull=False, retry_at__isnull=False).exists():
+        # Sealed snapshots' background hooks are being stopped; the crawl ends once they are recorded.
+        return Wait(now + RECHECK, "background hooks of its snapshots being recorded")
     return Go(crawl_t.transition_crawl_started_to_sealed)
 
 
