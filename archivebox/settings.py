@@ -23,6 +23,8 @@ REDIS_URL: str = os.environ.get("REDIS_URL", "").strip()
 CONFIG_FILE_VALUES: dict[str, str] = read_config_file(DATA_DIR)
 PLUGIN_DIRS: str = os.environ.get("PLUGIN_DIRS", CONFIG_FILE_VALUES.get("PLUGIN_DIRS", ""))
 
+# The SQLite backend (the task monitor gets its own file when the app DB is SQLite).
+SQLITE_ENGINE = "django.db.backends.sqlite3"
 SQLITE_OPTIONS = {
     # WAL lets readers run beside the writer; IMMEDIATE takes the write lock at BEGIN so a
     # transaction never fails half-way on a read-to-write upgrade; the busy timeout makes
@@ -51,7 +53,7 @@ def require_psycopg() -> None:
 def database_from_url(url: str, data_dir: Path) -> dict:
     """Translate ``DATABASE_URL`` into a Django ``DATABASES`` entry."""
     if not url:
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(data_dir / "index.sqlite3"), "OPTIONS": dict(SQLITE_OPTIONS), "CONN_MAX_AGE": None}
+        return {"ENGINE": SQLITE_ENGINE, "NAME": str(data_dir / "index.sqlite3"), "OPTIONS": dict(SQLITE_OPTIONS), "CONN_MAX_AGE": None}
     parts = urlsplit(url)
     if parts.scheme == "sqlite":
         if parts.netloc:
@@ -59,7 +61,7 @@ def database_from_url(url: str, data_dir: Path) -> dict:
         # sqlite:///relative.db -> relative to DATA_DIR; sqlite:////abs/path.db -> absolute
         name = Path(unquote(parts.path)[1:])
         target = name if name.is_absolute() else data_dir / name
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(target), "OPTIONS": dict(SQLITE_OPTIONS), "CONN_MAX_AGE": None}
+        return {"ENGINE": SQLITE_ENGINE, "NAME": str(target), "OPTIONS": dict(SQLITE_OPTIONS), "CONN_MAX_AGE": None}
     if parts.scheme in ("postgres", "postgresql"):
         require_psycopg()
         # A server that cannot be reached fails a connection attempt after this many seconds
@@ -136,7 +138,7 @@ TEMPLATES = [
 DATABASES = {"default": database_from_url(os.environ.get("DATABASE_URL", "").strip(), DATA_DIR)}
 # The task monitor writes a row per Huey signal: on SQLite it gets a file of its own, so
 # its writes never wait on the app's write lock (archivebox.web.dbrouter routes it there).
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+if DATABASES["default"]["ENGINE"] == SQLITE_ENGINE:
     DATABASES["monitor"] = {**DATABASES["default"], "NAME": str(DATA_DIR / "monitor.sqlite3"), "OPTIONS": dict(SQLITE_OPTIONS)}
 DATABASE_ROUTERS = ["archivebox.web.dbrouter.MonitorRouter"]
 TASK_MONITOR = parse_bool("TASK_MONITOR", os.environ.get("TASK_MONITOR", CONFIG_FILE_VALUES.get("TASK_MONITOR", "true")))
