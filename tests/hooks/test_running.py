@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 from itertools import combinations
 
-from .util import collection, db_time, hook_rows, pid_dead, results, run_with_pools, snapshot_dir, timeline
+from .util import (
+    collection, db_time, hook_rows, kill_quietly, kill_recorded, pid_dead, results, run_with_pools, snapshot_dir, timeline,
+    unfinished,
+)
 
 STEPS_HOOKS = {
     "on_Snapshot__00_zero.py": (0, False), "on_Snapshot__05_zero.sh": (0, False), "on_Snapshot__12_watch.finite.bg.py": (1, True),
@@ -55,7 +58,10 @@ def test_steps_run_in_order_with_parallel_steps_non_blocking_background_and_fail
 def test_background_hooks_still_running_at_seal_are_terminated_and_their_results_recorded(tmp_path):
     coll = collection(tmp_path, "h_bg", HOOK_KILL_GRACE="1")
     url = "https://example.com/bg"
-    run_with_pools(coll, url)
+    try:
+        run_with_pools(coll, url)
+    finally:
+        kill_recorded(coll.root / "archive", "polite_pid.txt", "deaf_pid.txt", "rude.txt", "rude_child.txt")
     got = results(coll)
     sealed_at = db_time(coll.scalar("SELECT finished_at FROM core_snapshot"))
     folder = snapshot_dir(coll, url) / "h_bg"
@@ -85,6 +91,24 @@ def test_background_hooks_still_running_at_seal_are_terminated_and_their_results
     assert rows["on_Snapshot__12_quick.bg.sh"]["reason"] == "" and rows["on_Snapshot__12_quick.bg.sh"]["exit_code"] == 0
 
 
+def test_foreground_add_returns_only_once_background_hooks_stopped_at_seal_are_recorded(tmp_path):
+    """The polite hook takes 1.5 s to wind down after SIGTERM; ``add`` must still record how it ended."""
+    coll = collection(tmp_path, "h_bg", HOOK_KILL_GRACE="4", H_BG_STOP_SECONDS="1.5")
+    url = "https://example.com/fg-bg"
+    try:
+        coll.cli("add", url)
+    finally:
+        kill_recorded(coll.root / "archive", "polite_pid.txt", "deaf_pid.txt", "rude.txt", "rude_child.txt")
+    got = results(coll)
+    assert (got[(url, "on_Snapshot__10_polite.bg.py")]["status"], got[(url, "on_Snapshot__10_polite.bg.py")]["output_str"]) == \
+        ("succeeded", "stopped politely at seal")
+    assert got[(url, "on_Snapshot__11_rude.bg.sh")]["status"] == "failed"
+    assert got[(url, "on_Snapshot__13_deaf.bg.py")]["status"] == "failed"
+    rows = {r["label"].split("/")[1]: r for r in hook_rows(coll)}
+    assert rows["on_Snapshot__11_rude.bg.sh"]["reason"] == "terminated when its snapshot was sealed"
+    assert unfinished(coll) == 0
+
+
 def test_a_background_hook_runs_until_its_own_timeout_while_steps_go_on(tmp_path):
     """h_bgslow's step-1 background hook has a 1 s timeout; sleepy's step-4 foreground hook takes 2.5 s."""
     coll = collection(tmp_path, "h_bgslow,sleepy", H_BGSLOW_TIMEOUT="1", HOOK_MAX_ATTEMPTS="1", SLEEPY_SECONDS="2.5")
@@ -105,7 +129,11 @@ def test_a_background_hook_runs_until_its_own_timeout_while_steps_go_on(tmp_path
 def test_crawl_hooks_run_first_with_the_crawl_id_and_their_background_hook_lives_until_the_crawl_seals(tmp_path):
     coll = collection(tmp_path, "h_crawl", HOOK_KILL_GRACE="1")
     urls = ["https://example.com/crawl/1", "https://example.com/crawl/2"]
-    run_with_pools(coll, *urls)
+    try:
+        run_with_pools(coll, *urls)
+    finally:
+        for daemon_file in (coll.root / "crawls").glob("*/h_crawl/daemon.json"):
+            kill_quietly(json.loads(daemon_file.read_text())["pid"])
     crawl_id = coll.scalar("SELECT id FROM core_crawl")
     crawl_dir = next((coll.root / "crawls").iterdir())
     assert crawl_dir.name.replace("-", "") == crawl_id.replace("-", "")

@@ -21,6 +21,7 @@ from django.utils import timezone
 from archivebox.config import EngineConfig
 from archivebox.core.models import SNAPSHOTS_STEP, ArchiveResult, Crawl, Process, Snapshot
 from archivebox.hooks.discovery import extract_step, is_background
+from archivebox.sideeffects import hooks as hook_effects
 from archivebox.sideeffects.hooks import run_hook
 from archivebox.tasks import actor_types  # noqa: F401  (registers the actor types)
 from archivebox.tasks import registry as actor_registry
@@ -74,6 +75,16 @@ def kill_quietly(*pids: int) -> None:
             os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+def kill_recorded(root: Path, *names: str) -> None:
+    """Clean-up: SIGKILL every pid that hooks recorded in files called ``names`` under ``root``."""
+    for name in names:
+        for path in root.rglob(name):
+            try:
+                kill_quietly(int(path.read_text().split()[0]))
+            except (OSError, ValueError, IndexError):
+                continue
 
 
 class RssSampler:
@@ -130,10 +141,16 @@ def started_result(owner, plugin: str, hook_name: str, attempts: int = 1) -> Arc
                                         attempts=attempts, started_at=now, retry_at=now + HOUR)
 
 
-def run_attempt(result: ArchiveResult) -> Process:
-    """Run the real side effect for the result's current attempt; return its Process row."""
+def run_attempt(result: ArchiveResult, timeout: float = 30) -> Process:
+    """Run the real side effect for the result's current attempt and wait until the hook has
+    ended and been recorded (the hook may run under a supervisor thread); return its Process row."""
     run_hook.run(result.pk, result.attempts)
-    return Process.objects.get(key=f"hook:{result.pk}:{result.attempts}")
+    key = f"hook:{result.pk}:{result.attempts}"
+    wait_until(lambda: Process.objects.filter(key=key, status="exited").exists(), timeout=timeout, message=f"{key} to end")
+    supervisors = getattr(hook_effects, "SUPERVISORS", None)
+    if supervisors is not None:
+        supervisors.join(timeout)  # its last writes (waking the result) are done too
+    return Process.objects.get(key=key)
 
 
 def engine_config(**overrides) -> EngineConfig:
