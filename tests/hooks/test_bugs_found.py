@@ -80,7 +80,7 @@ def test_foreground_add_records_the_result_of_a_crawl_background_hook(tmp_path):
     "('background hooks of this step have not launched yet'), crawl_hooks_step/handle_snapshot turn that into "
     "Wait(now + RECHECK), and transitions/archiveresult.py transition_archiveresult_queued_to_started() wakes nobody "
     "(advance_check() makes the owner look once more right after advancing; if that look comes before the "
-    "background result's own queued -> started tick, a race, the owner sleeps 30 s). Seen end to end on an earlier revision (04:16 today): "
+    "background result's own queued -> started tick, a race, the owner sleeps 30 s). Seen end to end on an earlier revision of the engine: "
     "a crawl whose last hook step was one on_Crawl__*.bg.* hook started its snapshots ~30 s late."))
 def test_an_owner_waiting_for_a_background_hook_to_launch_is_woken_when_it_starts(tmp_path, use_plugins, monkeypatch):
     write(tmp_path / "h_last" / "on_Crawl__00_first.sh", "echo '{\"type\":\"ArchiveResult\",\"status\":\"succeeded\"}'\n")
