@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
@@ -123,6 +124,33 @@ def missing_results(crawl: Crawl, snapshot: Snapshot | None, results: list[Resul
     return bool(expected - {r.hook_name for r in results})
 
 
+@dataclass(frozen=True)
+class StepActions:
+    """How an owner (a crawl, for its own hooks, or a snapshot) moves through its steps."""
+
+    kind: str
+    create_results: Callable  # side effect: create the owner's result rows
+    advance: Callable  # transition to a later step
+    done: Callable  # transition once every step is done
+
+
+def walk_steps(owner, results: list[ResultView], actions: StepActions, now: dt.datetime, config: EngineConfig) -> Decision:
+    """The one decision of an owner that is running its hooks, step by step."""
+    crawl, snapshot = (owner.crawl, owner) if actions.kind == "Snapshot" else (owner, None)
+    if missing_results(crawl, snapshot, results):
+        return await_sideeffect(owner.started_at, now, config, "hook results not created yet",
+                                partial(actions.create_results, owner.pk))
+    state, step = step_progress(results, owner.current_step)
+    if state == "advance":
+        return Go(actions.advance, {"step": step, "check_at": advance_check(results, step, now)})
+    if state == "done":
+        return Go(actions.done)
+    if stalled_step(results, owner.current_step, now):
+        return await_sideeffect(owner.modified_at, now, config, "step not woken yet",
+                                partial(result_effects.wake_step, actions.kind, owner.pk, owner.current_step))
+    return Wait(now + RECHECK, f"hooks of step {owner.current_step} running")
+
+
 # Crawl ---------------------------------------------------------------------------
 
 def handle_crawl(crawl: Crawl, *, now: dt.datetime, config: EngineConfig) -> Decision:
@@ -145,22 +173,18 @@ def handle_crawl(crawl: Crawl, *, now: dt.datetime, config: EngineConfig) -> Dec
 
 
 def crawl_hooks_step(crawl: Crawl, now: dt.datetime, config: EngineConfig) -> Decision:
-    results = read_results("Crawl", crawl.pk)
-    if missing_results(crawl, None, results):
-        return await_sideeffect(crawl.started_at, now, config, "crawl hook results not created yet",
-                                partial(crawl_effects.crawl_started, crawl.pk))
-    state, step = step_progress(results, crawl.current_step)
-    if state == "advance":
-        return Go(crawl_t.transition_crawl_advance_step, {"step": step, "check_at": advance_check(results, step, now)})
-    if state == "done":
-        return Go(crawl_t.transition_crawl_start_snapshots)
-    if stalled_step(results, crawl.current_step, now):
-        return await_sideeffect(crawl.modified_at, now, config, "step not woken yet",
-                                partial(result_effects.wake_step, "Crawl", crawl.pk, crawl.current_step))
-    return Wait(now + RECHECK, f"crawl hooks of step {crawl.current_step} running")
+    return walk_steps(crawl, read_results("Crawl", crawl.pk), CRAWL_STEPS, now, config)
+
+
+CRAWL_STEPS = StepActions("Crawl", crawl_effects.crawl_started, crawl_t.transition_crawl_advance_step,
+                          crawl_t.transition_crawl_start_snapshots)
 
 
 # Snapshot ------------------------------------------------------------------------
+
+SNAPSHOT_STEPS = StepActions("Snapshot", snapshot_effects.snapshot_started, snapshot_t.transition_snapshot_advance_step,
+                             snapshot_t.transition_snapshot_started_to_sealed)
+
 
 def handle_snapshot(snapshot: Snapshot, *, now: dt.datetime, config: EngineConfig) -> Decision:
     crawl = snapshot.crawl
@@ -170,19 +194,7 @@ def handle_snapshot(snapshot: Snapshot, *, now: dt.datetime, config: EngineConfi
         if Snapshot.objects.filter(status="started").count() >= config.snapshot_max_active:
             return Wait(parked(now), f"SNAPSHOT_MAX_ACTIVE={config.snapshot_max_active} snapshots in progress")
         return Go(snapshot_t.transition_snapshot_queued_to_started, {"check_at": now + seconds(config.sideeffect_lost_after)})
-    results = read_results("Snapshot", snapshot.pk)
-    if missing_results(crawl, snapshot, results):
-        return await_sideeffect(snapshot.started_at, now, config, "hook results not created yet",
-                                partial(snapshot_effects.snapshot_started, snapshot.pk))
-    state, step = step_progress(results, snapshot.current_step)
-    if state == "advance":
-        return Go(snapshot_t.transition_snapshot_advance_step, {"step": step, "check_at": advance_check(results, step, now)})
-    if state == "done":
-        return Go(snapshot_t.transition_snapshot_started_to_sealed)
-    if stalled_step(results, snapshot.current_step, now):
-        return await_sideeffect(snapshot.modified_at, now, config, "step not woken yet",
-                                partial(result_effects.wake_step, "Snapshot", snapshot.pk, snapshot.current_step))
-    return Wait(now + RECHECK, f"hooks of step {snapshot.current_step} running")
+    return walk_steps(snapshot, read_results("Snapshot", snapshot.pk), SNAPSHOT_STEPS, now, config)
 
 
 # ArchiveResult -------------------------------------------------------------------
