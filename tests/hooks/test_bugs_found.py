@@ -77,7 +77,7 @@ def test_foreground_add_records_the_result_of_a_crawl_background_hook(tmp_path):
 @pytest.mark.xfail(strict=True, reason=(
     "BUG: an owner whose current step has only background hooks left waits RECHECK (30 s) for nothing: "
     "tasks/handlers.py step_progress() returns ('wait', None) while a background result of the step is still queued "
-    "('background hooks of this step have not launched yet'), crawl_hooks_step/handle_snapshot turn that into "
+    "('background hooks of this step have not launched yet'), walk_steps() turns that into "
     "Wait(now + RECHECK), and transitions/archiveresult.py transition_archiveresult_queued_to_started() wakes nobody "
     "(advance_check() makes the owner look once more right after advancing; if that look comes before the "
     "background result's own queued -> started tick, a race, the owner sleeps 30 s). Seen end to end on an earlier revision of the engine: "
