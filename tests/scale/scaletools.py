@@ -17,6 +17,7 @@ import textwrap
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import psutil
 
@@ -101,6 +102,15 @@ class ScaleCollection(Collection):
         ])
         self.machines.append(machine)
         return machine
+
+
+def database_connections(pid: int, database_url: str) -> int:
+    """How many TCP connections process ``pid`` holds to the database server of ``database_url``."""
+    port = urlsplit(database_url).port or 5432
+    try:
+        return sum(1 for conn in psutil.Process(pid).net_connections(kind="tcp") if conn.raddr and conn.raddr.port == port)
+    except psutil.NoSuchProcess:
+        return 0
 
 
 @dataclass

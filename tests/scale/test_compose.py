@@ -30,6 +30,7 @@ from archivebox.cli import build_parser
 from archivebox.settings import database_from_url
 from helpers import REPO, VENV_BIN, Collection, wait_until
 from localsite import local_site
+from scaletools import database_connections
 from servers import free_port
 
 COMPOSE = REPO / "docker-compose.yml"
@@ -253,12 +254,16 @@ def test_compose_services_archive_a_local_site(compose, tmp_path, database_url, 
             requested = {request.path for request in site.server.requests}
         status, health = get_json(f"http://127.0.0.1:{port}/health/")
         snapshots = collection.list_json()
+        # The web server holds at most one connection per HTTP thread (--threads, 8 by default),
+        # plus its main thread and the task monitor's writer.
+        web_connections = database_connections(running[0].proc.pid, database_url)
     finally:
         exit_codes = {f"{s.name}:{s.proc.pid}": s.stop() for s in running}
     logs = "\n".join(path.read_text(errors="replace") for path in sorted(tmp_path.glob("*.log")))
     assert exit_codes and set(exit_codes.values()) == {0}, (exit_codes, logs[-4000:])  # `docker stop` is a graceful stop
 
     assert status == 200 and health["healthy"], health
+    assert 1 <= web_connections <= 8 + 2
     assert (len(health["pools"]["ticks"]), len(health["pools"]["sideeffects"])) == (1, 2)
     pools = collection_rows(collection, "SELECT m.guid, p.label FROM core_process p JOIN core_machine m ON m.id = p.machine_id "
                                         "WHERE p.kind = 'worker' ORDER BY m.guid")

@@ -13,8 +13,8 @@ import signal
 import subprocess
 
 from helpers import tick_overlaps, wait_until
-from scaletools import (FAST_RECOVERY, ScaleCollection, audit_env, hook_overlaps, orchestrator_terms,
-                        overlapping_terms)
+from scaletools import (FAST_RECOVERY, ScaleCollection, audit_env, database_connections, hook_overlaps,
+                        orchestrator_terms, overlapping_terms)
 
 URLS = 60
 MACHINES = ("m1", "m2", "m3")
@@ -29,11 +29,15 @@ def test_three_machines_share_the_work_without_overlap(tmp_path, database_url, r
     try:
         wait_until(lambda: collection.unfinished() == 0, timeout=120, interval=0.2, message="every row final")
         assert all(machine.alive() for machine in machines)
+        # A ticks consumer holds one connection per worker thread, plus its orchestrator thread,
+        # its main thread (heartbeats, sweeps) and the task monitor's writer: -w 2 -> at most 5.
+        ticks_connections = [database_connections(machine.consumers[0].pid, database_url) for machine in machines]
         lease = collection.query("SELECT l.holder, m.guid FROM core_lease l JOIN core_machine m ON m.id = l.machine_id "
                                  "WHERE l.key = 'orchestrator'")
     finally:
         collection.stop_all(signal.SIGINT)
     assert [proc.returncode for proc in collection.consumers if proc.returncode] == []
+    assert all(1 <= n <= 2 + 3 for n in ticks_connections), ticks_connections
 
     assert collection.counts("crawl") == {"sealed": 1}
     assert collection.counts("snapshot") == {"sealed": URLS}
