@@ -42,9 +42,12 @@ def current_worker() -> Process | None:
 
 
 def heartbeat(row: Process, heartbeat_ttl: float) -> bool:
-    """Push the row's deadline forward; False if the row was closed meanwhile."""
+    """Push the row's deadline forward, and its long-lived helpers' (the fork server);
+    False if the worker's row was closed meanwhile."""
     now = timezone.now()
-    return bool(Process.objects.filter(pk=row.pk, status="running").update(retry_at=now + dt.timedelta(seconds=heartbeat_ttl), modified_at=now))
+    deadline = now + dt.timedelta(seconds=heartbeat_ttl)
+    Process.objects.filter(parent=row, kind=Process.Kind.FORKSERVER, status="running").update(retry_at=deadline, modified_at=now)
+    return bool(Process.objects.filter(pk=row.pk, status="running").update(retry_at=deadline, modified_at=now))
 
 
 def close_worker(row: Process, reason: str) -> None:

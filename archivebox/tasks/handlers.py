@@ -33,8 +33,6 @@ from archivebox.transitions import snapshot as snapshot_t
 from archivebox.transitions.graphs import ArchiveResultGraph
 
 FINAL_RESULT = tuple(ArchiveResultGraph.finals)
-# How often an unfinished crawl or snapshot looks at its children when nothing woke it.
-RECHECK = dt.timedelta(seconds=30)
 PUMP = dt.timedelta(seconds=5)
 # Margin beyond a hook's timeout for its waiter to stop it and record the outcome.
 HOOK_DEADLINE_GRACE = 30.0
@@ -105,11 +103,17 @@ def step_progress(results: list[ResultView], current: int) -> tuple[str, int | N
     return "done", None
 
 
-def advance_check(results: list[ResultView], step: int, now: dt.datetime) -> dt.datetime:
+def recheck(now: dt.datetime, config: EngineConfig) -> dt.datetime:
+    """When an owner waiting on its children looks again unwoken: the wake-up is a side
+    effect, and a side effect that left no trace after SIDEEFFECT_LOST_AFTER may be lost."""
+    return now + seconds(config.sideeffect_lost_after)
+
+
+def advance_check(results: list[ResultView], step: int, now: dt.datetime, config: EngineConfig) -> dt.datetime:
     """After advancing to ``step``: its foreground hooks wake the owner when they finish, so
     look again only as a safety net; a step of background hooks only must be left at once."""
     if any(r.step == step and not r.background for r in results):
-        return now + RECHECK
+        return recheck(now, config)
     return now
 
 
@@ -142,13 +146,13 @@ def walk_steps(owner, results: list[ResultView], actions: StepActions, now: dt.d
                                 partial(actions.create_results, owner.pk))
     state, step = step_progress(results, owner.current_step)
     if state == "advance":
-        return Go(actions.advance, {"step": step, "check_at": advance_check(results, step, now)})
+        return Go(actions.advance, {"step": step, "check_at": advance_check(results, step, now, config)})
     if state == "done":
         return Go(actions.done)
     if stalled_step(results, owner.current_step, now):
         return await_sideeffect(owner.modified_at, now, config, "step not woken yet",
                                 partial(result_effects.wake_step, actions.kind, owner.pk, owner.current_step))
-    return Wait(now + RECHECK, f"hooks of step {owner.current_step} running")
+    return Wait(recheck(now, config), f"hooks of step {owner.current_step} running")
 
 
 # Crawl ---------------------------------------------------------------------------
@@ -168,7 +172,7 @@ def handle_crawl(crawl: Crawl, *, now: dt.datetime, config: EngineConfig) -> Dec
         return Wait(now + PUMP, "snapshots in progress", (partial(crawl_effects.activate_snapshots, crawl.pk),))
     if ArchiveResult.objects.filter(crawl=crawl, snapshot__isnull=False, retry_at__isnull=False).exists():
         # Sealed snapshots' background hooks are being stopped; the crawl ends once they are recorded.
-        return Wait(now + RECHECK, "background hooks of its snapshots being recorded")
+        return Wait(recheck(now, config), "background hooks of its snapshots being recorded")
     return Go(crawl_t.transition_crawl_started_to_sealed)
 
 
@@ -290,6 +294,6 @@ def handle_process(process: Process, *, now: dt.datetime, config: EngineConfig) 
     """A Process row is due only when its owner stopped reporting: close it."""
     if process.status == "queued":
         return Go(process_t.transition_process_queued_to_exited, {"reason": "never launched"})
-    if process.kind == Process.Kind.WORKER:
+    if process.kind in (Process.Kind.WORKER, Process.Kind.FORKSERVER):
         return Go(process_t.transition_process_running_to_exited, {"reason": "lost: heartbeat stopped"})
     return Go(process_t.transition_process_running_to_exited, {"reason": "lost: no exit recorded by its deadline"})
