@@ -6,7 +6,6 @@ instead and where. The engine's owner removes the marker with the fix.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import re
@@ -22,16 +21,14 @@ from django.conf import settings
 from django.utils import timezone
 
 from archivebox.config import ConfigError
-from archivebox.core.models import ArchiveResult, Crawl, Machine, Process
+from archivebox.core.models import ArchiveResult, Machine, Process
 from archivebox.hooks.config import coerce
 from archivebox.hooks.discovery import find_hooks, find_plugins
 from archivebox.process import runner
 from archivebox.process.sweep import sweep_machine
-from archivebox.tasks import registry as actor_registry
-from archivebox.tasks.ticks import run_tick
 
 from .util import (
-    collection, engine_config, hook_rows, kill_quietly, make_snapshot, pid_dead, results, run_attempt, run_pools,
+    collection, kill_quietly, make_snapshot, pid_dead, results, run_attempt, run_pools,
     started_result, tick_result, unfinished, wait_all_dead, wait_until,
 )
 
@@ -72,36 +69,6 @@ def test_foreground_add_records_the_result_of_a_crawl_background_hook(tmp_path):
     [daemon] = coll.query("SELECT status, output_str FROM core_archiveresult WHERE hook_name='on_Crawl__10_daemon.bg.py'")
     assert (daemon["status"], daemon["output_str"]) == ("succeeded", "daemon stopped at crawl seal")
     assert unfinished(coll) == 0
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: an owner whose current step has only background hooks left waits RECHECK (30 s) for nothing: "
-    "tasks/handlers.py step_progress() returns ('wait', None) while a background result of the step is still queued "
-    "('background hooks of this step have not launched yet'), walk_steps() turns that into "
-    "Wait(now + RECHECK), and transitions/archiveresult.py transition_archiveresult_queued_to_started() wakes nobody "
-    "(advance_check() makes the owner look once more right after advancing; if that look comes before the "
-    "background result's own queued -> started tick, a race, the owner sleeps 30 s). Seen end to end on an earlier revision of the engine: "
-    "a crawl whose last hook step was one on_Crawl__*.bg.* hook started its snapshots ~30 s late."))
-def test_an_owner_waiting_for_a_background_hook_to_launch_is_woken_when_it_starts(tmp_path, use_plugins, monkeypatch):
-    write(tmp_path / "h_last" / "on_Crawl__00_first.sh", "echo '{\"type\":\"ArchiveResult\",\"status\":\"succeeded\"}'\n")
-    write(tmp_path / "h_last" / "on_Crawl__10_only.bg.sh", "sleep 60\n")
-    monkeypatch.setattr(settings, "PLUGIN_DIRS", str(tmp_path))
-    use_plugins("h_last")
-    now = timezone.now()
-    crawl = Crawl.objects.create(urls="https://example.com/recheck", status="started", current_step=1, started_at=now, retry_at=now)
-    ArchiveResult.objects.create(crawl=crawl, plugin="h_last", hook_name="on_Crawl__00_first.sh", step=0, status="succeeded", retry_at=None)
-    only = ArchiveResult.objects.create(crawl=crawl, plugin="h_last", hook_name="on_Crawl__10_only.bg.sh", step=1,
-                                        background=True, status="queued", retry_at=now)
-    config = engine_config()
-    run_tick(actor_registry.get("Crawl"), crawl.pk, None, config, now=now)
-    crawl.refresh_from_db()
-    assert crawl.current_step == 1  # waiting for its step-1 background hook to launch
-    run_tick(actor_registry.get("ArchiveResult"), only.pk, None, config, now=now)
-    only.refresh_from_db()
-    assert only.status == "started"
-    crawl.refresh_from_db()
-    # the background hook is launched: nothing is left to wait for, the crawl should look again at once
-    assert crawl.retry_at <= now + dt.timedelta(seconds=config.sideeffect_lost_after), crawl.retry_at - now
 
 
 # Descendants outliving their Process row ------------------------------------------------------

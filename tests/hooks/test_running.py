@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from itertools import combinations
 
+from django.conf import settings
+from django.utils import timezone
+
+from archivebox.core.models import ArchiveResult, Crawl
+from archivebox.tasks import registry as actor_registry
+from archivebox.tasks.ticks import run_tick
+
 from .util import (
-    collection, db_time, hook_rows, kill_quietly, kill_recorded, pid_dead, results, run_with_pools, snapshot_dir, timeline,
-    unfinished,
+    collection, db_time, engine_config, hook_rows, kill_quietly, kill_recorded, pid_dead, results, run_with_pools, snapshot_dir,
+    timeline, unfinished,
 )
 
 STEPS_HOOKS = {
@@ -165,3 +173,28 @@ def test_crawl_hooks_run_first_with_the_crawl_id_and_their_background_hook_lives
     assert {r["hook_name"] for r in coll.query("SELECT hook_name FROM core_archiveresult WHERE snapshot_id IS NOT NULL")} == {"on_Snapshot__10_snap.py"}
     rows = {r["label"].split("/")[1]: r for r in hook_rows(coll)}
     assert rows["on_Crawl__10_daemon.bg.py"]["reason"] == "terminated when its crawl was sealed"
+
+
+def test_an_owner_waiting_for_its_background_hook_to_launch_looks_again_soon(tmp_path, use_plugins, monkeypatch):
+    """In-process, tick by tick: a crawl whose step 1 holds only a background hook, ticked before that hook's
+    result started, must not sleep long once the hook is launched (it used to wait a fixed 30 s)."""
+    (tmp_path / "h_last").mkdir()
+    (tmp_path / "h_last" / "on_Crawl__00_first.sh").write_text("echo '{\"type\":\"ArchiveResult\",\"status\":\"succeeded\"}'\n")
+    (tmp_path / "h_last" / "on_Crawl__10_only.bg.sh").write_text("sleep 60\n")
+    monkeypatch.setattr(settings, "PLUGIN_DIRS", str(tmp_path))
+    use_plugins("h_last")
+    now = timezone.now()
+    crawl = Crawl.objects.create(urls="https://example.com/recheck", status="started", current_step=1, started_at=now, retry_at=now)
+    ArchiveResult.objects.create(crawl=crawl, plugin="h_last", hook_name="on_Crawl__00_first.sh", step=0, status="succeeded", retry_at=None)
+    only = ArchiveResult.objects.create(crawl=crawl, plugin="h_last", hook_name="on_Crawl__10_only.bg.sh", step=1,
+                                        background=True, status="queued", retry_at=now)
+    config = engine_config()
+    run_tick(actor_registry.get("Crawl"), crawl.pk, None, config, now=now)
+    crawl.refresh_from_db()
+    assert crawl.current_step == 1  # waiting for its step-1 background hook to launch
+    run_tick(actor_registry.get("ArchiveResult"), only.pk, None, config, now=now)
+    only.refresh_from_db()
+    assert only.status == "started"
+    crawl.refresh_from_db()
+    # the background hook is launched: nothing is left to wait for, so the crawl looks again soon
+    assert crawl.retry_at <= now + dt.timedelta(seconds=config.sideeffect_lost_after), crawl.retry_at - now
