@@ -19,7 +19,7 @@ from archivebox.cli import CommandError
 from archivebox.cli.common import at_least, read_lines, setup_django
 from archivebox.cli.progress import Progress, crawl_counts, pools_alive
 from archivebox.config import ConfigError
-from archivebox.core.models import Crawl
+from archivebox.core.models import ArchiveResult, Crawl
 from archivebox.core.urlcheck import InvalidURL, check_url
 from archivebox.core.urlinput import InputError, candidates
 from archivebox.hooks.catalog import catalog, layers
@@ -105,10 +105,17 @@ def run(args) -> int:
     return 1 if errors or crawl.status == "failed" else 0
 
 
+def crawl_done(crawl_id) -> bool:
+    """The crawl is final and so is every result of it (its background hooks are recorded)."""
+    if rowsql.values(Crawl, ("retry_at",), {"id": crawl_id})[0][0] is not None:
+        return False
+    return not ArchiveResult.objects.filter(crawl_id=crawl_id, retry_at__isnull=False).exists()
+
+
 def wait_for(crawl: Crawl, tick_workers: int) -> bool:
     """Block until the crawl is final; run the pools here unless both already run elsewhere."""
     progress = Progress(crawl, stream=sys.stderr)
-    done = lambda: rowsql.values(Crawl, ("retry_at",), {"id": crawl.pk})[0][0] is None  # noqa: E731
+    done = lambda: crawl_done(crawl.pk)  # noqa: E731
     if pools_alive():
         while not done():
             progress.update()

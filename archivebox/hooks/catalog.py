@@ -7,14 +7,18 @@ can ask "which hooks should this snapshot run?" on every pass for the price of a
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from archivebox.config import ConfigError
 from archivebox.hooks import config as plugin_config
 from archivebox.hooks.discovery import HookScript, find_hooks, find_plugins, plugin_dirs
+
+logger = logging.getLogger(__name__)
 
 
 class PluginCatalog:
@@ -62,7 +66,13 @@ class PluginCatalog:
             if allowed and name.lower() not in allowed:
                 continue
             key = plugin_config.enabled_key(name)
-            if plugin_config.resolve_key(key, self.schema(name)[key], layers):
+            try:
+                on = plugin_config.resolve_key(key, self.schema(name)[key], layers)
+            except ConfigError as err:
+                # Run it anyway: its result then fails naming the bad key, and nothing else does.
+                logger.warning("%s; treating %s as enabled so that its result reports the error", err, name)
+                on = True
+            if on:
                 enabled.add(name)
         return enabled
 

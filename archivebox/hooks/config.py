@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -80,29 +81,40 @@ def resolve_key(key: str, spec: Mapping[str, Any], layers: Sequence[Mapping[str,
                 schemas: Mapping[str, Mapping[str, Any]] = GLOBAL_SCHEMA) -> Any:
     """The typed value of one key, or None if nothing sets it and it has no default."""
     names = [key, *spec.get("x-aliases", [])]
-    raw, source_key, source_spec = _lookup(names, layers), key, spec
+    raw, source_key = _lookup(names, layers), key
     fallback = spec.get("x-fallback")
     fallback_spec = schemas.get(fallback, {}) if fallback else {}
     if raw is _MISSING and fallback:
         raw = _lookup([fallback, *fallback_spec.get("x-aliases", [])], layers)
+        source_key = fallback  # an error names the key the user actually set
     if raw is _MISSING:
-        raw = spec.get("default", _MISSING)
+        raw, source_key = spec.get("default", _MISSING), key
     if raw is _MISSING and fallback:
         raw = fallback_spec.get("default", _MISSING)
-    if raw is _MISSING:
+    if raw is _MISSING or raw is None:
         return None
-    return coerce(source_key, source_spec, raw)
+    return coerce(source_key, spec, raw)
 
 
 def coerce(key: str, spec: Mapping[str, Any], raw: Any) -> Any:
     """Convert ``raw`` (a string from the environment, or a JSON value) to the key's type."""
-    kind = spec.get("type", "string")
-    try:
-        value = _COERCE[kind](raw)
-    except KeyError:
-        raise ConfigError(f"{key}: unsupported type {kind!r} in config.json") from None
-    except (TypeError, ValueError):
-        raise ConfigError(f"{key}: expected {_ARTICLE[kind]}, got {raw!r}") from None
+    kinds = spec.get("type", "string")
+    kinds = list(kinds) if isinstance(kinds, list) else [kinds]
+    unknown = [k for k in kinds if k not in _COERCE]
+    if unknown or not kinds:
+        raise ConfigError(f"{key}: unsupported type {', '.join(map(repr, unknown)) or repr(kinds)} in config.json")
+    value = _MISSING
+    for kind in kinds:  # a union type ("type": ["integer", "null"]) takes the first that fits
+        try:
+            value = _COERCE[kind](raw)
+            break
+        except (TypeError, ValueError):
+            continue
+    if value is _MISSING:
+        expected = " or ".join(_ARTICLE[k] for k in kinds)
+        raise ConfigError(f"{key}: expected {expected}, got {raw!r}")
+    if value is None:
+        return None
     if "enum" in spec and value not in spec["enum"]:
         raise ConfigError(f"{key}: must be one of {spec['enum']}, got {raw!r}")
     if "minimum" in spec and value < spec["minimum"]:
@@ -134,7 +146,16 @@ def _to_int(raw: Any) -> int:
 def _to_number(raw: Any) -> float:
     if isinstance(raw, bool):
         raise ValueError(raw)
-    return float(str(raw).strip()) if not isinstance(raw, (int, float)) else raw
+    value = float(str(raw).strip()) if not isinstance(raw, (int, float)) else raw
+    if not math.isfinite(value):
+        raise ValueError(raw)
+    return value
+
+
+def _to_null(raw: Any) -> None:
+    if raw is None or (isinstance(raw, str) and raw.strip().lower() in ("", "null", "none")):
+        return None
+    raise ValueError(raw)
 
 
 def _to_list(raw: Any) -> list:
@@ -162,8 +183,10 @@ def _to_str(raw: Any) -> str:
     return str(raw)
 
 
-_COERCE = {"boolean": _to_bool, "integer": _to_int, "number": _to_number, "string": _to_str, "array": _to_list, "object": _to_object}
-_ARTICLE = {"boolean": "true or false", "integer": "an integer", "number": "a number", "string": "a string", "array": "a list", "object": "a JSON object"}
+_COERCE = {"boolean": _to_bool, "integer": _to_int, "number": _to_number, "string": _to_str, "array": _to_list,
+           "object": _to_object, "null": _to_null}
+_ARTICLE = {"boolean": "true or false", "integer": "an integer", "number": "a finite number", "string": "a string",
+            "array": "a list", "object": "a JSON object", "null": "null"}
 
 
 def resolve(schema: Mapping[str, dict], layers: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -95,6 +95,14 @@ def find_plugins(dirs: Iterable[Path]) -> dict[str, Path]:
     return plugins
 
 
+# Extensions run through an interpreter; any other hook file must be executable itself.
+INTERPRETED = ("py", "sh", "js")
+
+
+def runnable(path: Path, ext: str) -> bool:
+    return ext in INTERPRETED or os.access(path, os.X_OK)
+
+
 def find_hooks(plugins: dict[str, Path], model: str) -> list[HookScript]:
     """Every hook of ``model`` in the given plugin folders, ordered by step then name."""
     hooks = []
@@ -102,7 +110,7 @@ def find_hooks(plugins: dict[str, Path], model: str) -> list[HookScript]:
         for entry in os.scandir(folder):
             if entry.is_file() and entry.name.startswith(f"on_{model}__"):
                 hook = parse_hook_name(Path(entry.path), plugin)
-                if hook is not None and hook.model == model:
+                if hook is not None and hook.model == model and runnable(hook.path, hook.ext):
                     hooks.append(hook)
     return sorted(hooks, key=lambda h: h.sort_key)
 

@@ -70,13 +70,15 @@ def iter_lines(stream: BinaryIO, max_line: int = MAX_LINE) -> Iterator[bytes | N
 
 
 def refused_path(value, hook_dir: Path, snap_dir: Path) -> bool:
-    """True if ``value`` names a path (absolute, or climbing with ``..``) outside ``snap_dir``."""
-    if not isinstance(value, str) or not value:
+    """True if ``value``, read as a path from the hook's folder, leads outside ``snap_dir``:
+    absolute, climbing with ``..``, or through a symlink. (Text that is no path, such as
+    "404 Not Found", resolves inside the folder and passes.)"""
+    if not isinstance(value, str) or not value or "\x00" in value:
         return False
-    path = Path(value)
-    if not path.is_absolute() and ".." not in path.parts:
-        return False
-    resolved = (hook_dir / path).resolve()
+    try:
+        resolved = (hook_dir / value).resolve()
+    except (OSError, RuntimeError):
+        return True  # a symlink loop
     return not resolved.is_relative_to(snap_dir.resolve())
 
 

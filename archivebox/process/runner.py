@@ -160,7 +160,9 @@ def wait(running: Running, timeout: float | None, should_stop: Callable[[], str 
          check_every: float = 0.5, grace: float = 3.0) -> tuple[int | None, str]:
     """Wait for exit; on timeout or when ``should_stop()`` returns a reason, stop the group.
 
-    Returns ``(exit code, reason)``; the reason is empty for a natural exit.
+    When the process exits by itself, whatever it left running in its group (or named in
+    a ``*.pid`` file) is stopped too: nothing outlives the row. Returns ``(exit code,
+    reason)``; the reason is empty for a natural exit.
     """
     started = time.monotonic()
     next_check = started + check_every
@@ -170,6 +172,10 @@ def wait(running: Running, timeout: float | None, should_stop: Callable[[], str 
         try:
             code = running.handle.wait(timeout=step)
             running.exited_at = timezone.now()
+            leftovers = _family(running.pid, running.row.pwd, _sibling_groups(running.row), leader=False)
+            if leftovers:
+                logger.info("%s exited, leaving %d processes behind: stopping them", running.row.label, len(leftovers))
+                _stop(running.pid, leftovers, grace)
             return code, ""
         except subprocess.TimeoutExpired:
             pass
@@ -183,51 +189,97 @@ def wait(running: Running, timeout: float | None, should_stop: Callable[[], str 
 
 
 def terminate(running: Running, grace: float) -> int | None:
-    """SIGTERM the process group (and stragglers), wait ``grace``, SIGKILL what is left."""
-    family = _family(running.pid, running.row.pwd)
-    _signal_all(running.pid, family, signal.SIGTERM)
+    """SIGTERM the process group and its stragglers once, give them all ``grace`` seconds
+    to finish, then SIGKILL whatever is left."""
+    family = _family(running.pid, running.row.pwd, _sibling_groups(running.row))
+    deadline = time.monotonic() + grace
+    _signal(running.pid, family, signal.SIGTERM)
     try:
         code = running.handle.wait(timeout=grace)
     except subprocess.TimeoutExpired:
         code = None
-    survivors = [p for p in family if _alive(p)]
+    others = [p for p in family if p.pid != running.pid]
+    survivors = _wait_gone(others, deadline)
     if code is None or survivors:
-        _signal_all(running.pid, survivors, signal.SIGKILL)
-        code = running.handle.wait()
-    psutil.wait_procs(survivors, timeout=grace)
+        _signal(running.pid, survivors, signal.SIGKILL)
+        if code is None:
+            code = running.handle.wait()
+        _wait_gone(survivors, time.monotonic() + grace)
     running.exited_at = timezone.now()
     return code
 
 
 def kill_orphan(pid: int, pid_started: float | None, pwd: str, grace: float) -> None:
-    """Stop the group of a process we did not start in this process (no Popen handle)."""
-    if not is_running(pid, pid_started):
+    """Stop the group of a process we did not start in this process (no Popen handle): its
+    leader if it still runs, the rest of its group even if the leader is gone, and the PIDs
+    its folder's ``*.pid`` files name."""
+    leader_alive = is_running(pid, pid_started)
+    if not leader_alive and psutil.pid_exists(pid) and _alive_pid(pid):
+        # The PID now belongs to another process: its group is not ours to signal.
+        family = [p for p in _pid_file_procs(pwd, set()) if _pgid(p.pid) != pid]
+        _stop(None, family, grace)
         return
-    family = _family(pid, pwd)
-    _signal_all(pid, family, signal.SIGTERM)
-    gone, alive = psutil.wait_procs(family, timeout=grace)
-    _signal_all(pid, alive, signal.SIGKILL)
-    psutil.wait_procs(alive, timeout=grace)
+    _stop(pid, _family(pid, pwd, set(), leader=leader_alive), grace)
 
 
-def _family(pid: int, pwd: str) -> list[psutil.Process]:
-    """The process, its descendants, and PIDs recorded in ``*.pid`` files of its folder."""
+def _stop(pgid: int | None, family: list[psutil.Process], grace: float) -> None:
+    _signal(pgid, family, signal.SIGTERM)
+    survivors = _wait_gone(family, time.monotonic() + grace)
+    if survivors:
+        _signal(pgid, survivors, signal.SIGKILL)
+        _wait_gone(survivors, time.monotonic() + grace)
+
+
+def _family(pid: int, pwd: str, excluded_groups: set[int], leader: bool = True) -> list[psutil.Process]:
+    """The process (if ``leader``), its descendants, the rest of its process group, and the
+    processes named in ``*.pid`` files of its folder (unless they belong to another hook
+    running from the same folder: ``excluded_groups``)."""
     family: dict[int, psutil.Process] = {}
     try:
         root = psutil.Process(pid)
-        family[pid] = root
+        if leader:
+            family[pid] = root
         family.update({child.pid: child for child in root.children(recursive=True)})
     except psutil.Error:
         pass
+    family.update({proc.pid: proc for proc in _group(pid)})
+    family.update({proc.pid: proc for proc in _pid_file_procs(pwd, excluded_groups)})
+    if not leader:
+        family.pop(pid, None)
+    return [proc for proc in family.values() if _alive(proc)]
+
+
+def _group(pgid: int) -> list[psutil.Process]:
+    """Live members of process group ``pgid``: none when the group is empty (the cheap case)."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return []
+    members = []
+    for proc in psutil.process_iter():
+        if _pgid(proc.pid) == pgid and _alive(proc):
+            members.append(proc)
+    return members
+
+
+def _pid_file_procs(pwd: str, excluded_groups: set[int]) -> list[psutil.Process]:
+    procs = []
     for recorded in _pid_files(Path(pwd)) if pwd else ():
-        if recorded not in family:
-            try:
-                candidate = psutil.Process(recorded)
-                if candidate.cwd().startswith(pwd):
-                    family[recorded] = candidate
-            except psutil.Error:
-                continue
-    return list(family.values())
+        try:
+            candidate = psutil.Process(recorded)
+            if candidate.cwd().startswith(pwd) and _pgid(recorded) not in excluded_groups:
+                procs.append(candidate)
+        except psutil.Error:
+            continue
+    return procs
+
+
+def _sibling_groups(row: Process) -> set[int]:
+    """Process groups of the other hooks running from the same folder on this machine."""
+    if not row.pwd:
+        return set()
+    others = Process.objects.filter(machine_id=row.machine_id, pwd=row.pwd, status="running", kind=Process.Kind.HOOK)
+    return {pid for pid in others.exclude(pk=row.pk).values_list("pid", flat=True) if pid}
 
 
 def _pid_files(folder: Path) -> list[int]:
@@ -240,21 +292,48 @@ def _pid_files(folder: Path) -> list[int]:
     return pids
 
 
-def _signal_all(pgid: int, procs: Sequence[psutil.Process], sig: signal.Signals) -> None:
+def _pgid(pid: int) -> int | None:
     try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+def _signal(pgid: int | None, procs: Sequence[psutil.Process], sig: signal.Signals) -> None:
+    """One signal per process: the group at once, then each member outside it."""
+    if pgid is not None:
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            pgid = None
     for proc in procs:
+        if pgid is not None and _pgid(proc.pid) == pgid:
+            continue
         try:
             proc.send_signal(sig)
         except psutil.Error:
             continue
 
 
+def _wait_gone(procs: Sequence[psutil.Process], deadline: float) -> list[psutil.Process]:
+    """Wait until ``procs`` are gone (zombies count as gone) or ``deadline``; the survivors."""
+    alive = [p for p in procs if _alive(p)]
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.02)
+        alive = [p for p in alive if _alive(p)]
+    return alive
+
+
 def _alive(proc: psutil.Process) -> bool:
     try:
         return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _alive_pid(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
 

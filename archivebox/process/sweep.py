@@ -31,7 +31,10 @@ def sweep_machine(machine: Machine, grace: float = 3.0, exclude_pid: int | None 
             closed += 1
             if row.archiveresult_id:
                 wake_rows(ArchiveResult, [row.archiveresult_id])
-    for row in Process.objects.filter(machine=machine, status="running").select_related("parent"):
+    # Hooks first: stopping a dead worker's fork server would take its hooks' leaders with
+    # it, and a hook is swept by its group and .pid files, which need no leader.
+    rows = Process.objects.filter(machine=machine, status="running").select_related("parent")
+    for row in sorted(rows, key=lambda r: r.kind != Process.Kind.HOOK):
         if row.pid == exclude_pid:
             continue
         alive = runner.is_running(row.pid, row.pid_started)
@@ -45,10 +48,10 @@ def sweep_machine(machine: Machine, grace: float = 3.0, exclude_pid: int | None 
             continue  # nobody to ask; the Process row's own deadline closes it
         if alive:
             logger.warning("killing orphaned %s (pid %s): its worker is gone", row.label, row.pid)
-            runner.kill_orphan(row.pid, row.pid_started, row.pwd, grace)
             reason = "killed: its worker was gone"
         else:
             reason = "gone: no exit code was recorded"
+        runner.kill_orphan(row.pid, row.pid_started, row.pwd, grace)  # and whatever it left running
         if runner.finish(row, None, reason):
             closed += 1
             if row.archiveresult_id:

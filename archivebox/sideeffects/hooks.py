@@ -27,6 +27,7 @@ from django.utils import timezone
 from archivebox.broker import shutting_down
 from archivebox.config import ConfigError
 from archivebox.core.models import ArchiveResult, Crawl, Machine, Process, Snapshot, Tag
+from archivebox.core.urlcheck import is_valid_url
 from archivebox.hooks.catalog import catalog
 from archivebox.hooks.config import to_env, url_filter
 from archivebox.hooks.discovery import HookScript
@@ -138,7 +139,8 @@ def outlink_sink(snapshot: Snapshot | None, crawl: Crawl, wanted: Callable[[str]
 
 
 def _archivable(url: str) -> bool:
-    return url.strip().lower().startswith(("http://", "https://")) and len(url) <= 8192 and not any(c.isspace() for c in url.strip())
+    """Outlinks pass the same check as URLs given to ``add``."""
+    return is_valid_url(url)
 
 
 @sideeffect

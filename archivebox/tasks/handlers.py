@@ -64,6 +64,7 @@ def await_sideeffect(since: dt.datetime | None, now: dt.datetime, config: Engine
 class ResultView:
     """What step logic needs of one result row (one query loads them all)."""
 
+    plugin: str
     hook_name: str
     step: int
     background: bool
@@ -75,7 +76,7 @@ class ResultView:
         return self.status in FINAL_RESULT
 
 
-RESULT_VIEW = ("hook_name", "step", "background", "status", "retry_at")
+RESULT_VIEW = ("plugin", "hook_name", "step", "background", "status", "retry_at")
 
 
 def read_results(owner_kind: str, owner_id) -> list[ResultView]:
@@ -124,8 +125,8 @@ def stalled_step(results: list[ResultView], current: int, now: dt.datetime) -> b
 
 def missing_results(crawl: Crawl, snapshot: Snapshot | None, results: list[ResultView]) -> bool:
     """True if some enabled hook has no result row yet (its creation is pending or was lost)."""
-    expected = {hook.hook_name for hook in expected_hooks(crawl, snapshot)}
-    return bool(expected - {r.hook_name for r in results})
+    expected = {(hook.plugin, hook.hook_name) for hook in expected_hooks(crawl, snapshot)}
+    return bool(expected - {(r.plugin, r.hook_name) for r in results})
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ def test_values_are_coerced_to_the_declared_type(key, raw, expected):
     ("DEMO_COUNT", True, "expected an integer"),
     ("DEMO_COUNT", "-1", "must be >= 0"),
     ("DEMO_COUNT", "11", "must be <= 10"),
-    ("DEMO_RATIO", "half", "expected a number"),
+    ("DEMO_RATIO", "half", "expected a finite number"),
     ("DEMO_LIST", "[1, 2", "expected a list"),
     ("DEMO_OBJ", "[1]", "expected a JSON object"),
     ("DEMO_OBJ", "{bad json", "expected a JSON object"),

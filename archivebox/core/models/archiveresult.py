@@ -32,8 +32,10 @@ class ArchiveResult(StatefulModel):
         ordering = ["step", "hook_name"]
         constraints = [
             *lifecycle_constraints(ArchiveResultGraph, "archiveresult"),
-            models.UniqueConstraint(fields=["snapshot", "hook_name"], condition=Q(snapshot__isnull=False), name="result_unique_hook_per_snapshot"),
-            models.UniqueConstraint(fields=["crawl", "hook_name"], condition=Q(snapshot__isnull=True), name="result_unique_hook_per_crawl"),
+            models.UniqueConstraint(fields=["snapshot", "plugin", "hook_name"], condition=Q(snapshot__isnull=False),
+                                    name="result_unique_hook_per_snapshot"),
+            models.UniqueConstraint(fields=["crawl", "plugin", "hook_name"], condition=Q(snapshot__isnull=True),
+                                    name="result_unique_hook_per_crawl"),
         ]
         indexes = [
             due_index("archiveresult"),

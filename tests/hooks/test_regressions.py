@@ -1,8 +1,4 @@
-"""Bugs and missing features of the hook runner found by these tests, kept as strict xfails.
-
-Each test states the behaviour the design asks for; its ``reason`` says what happens
-instead and where. The engine's owner removes the marker with the fix.
-"""
+"""Regression tests for hook-runner bugs found by the hook tests (each one fixed)."""
 
 from __future__ import annotations
 
@@ -53,12 +49,6 @@ def write(path: Path, text: str) -> str:
 
 # Foreground `archivebox add` and background hooks ------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: a crawl's own background hook (on_Crawl__*.bg.*) is left unrecorded by a foreground `archivebox add`: "
-    "tasks/handlers.py handle_crawl seals the crawl while its crawl-level background results (snapshot IS NULL) are "
-    "still 'started' (since 4cce69d it waits only for its snapshots' background results); cli/cmd_add.py wait_for "
-    "returns as soon as the crawl's retry_at is NULL and stops the embedded pools, so the hook is stopped while the "
-    "ticks pool is gone and its ArchiveResult stays 'started' with a retry_at (unfinished), never judged."))
 def test_foreground_add_records_the_result_of_a_crawl_background_hook(tmp_path):
     coll = collection(tmp_path, "h_crawl", HOOK_KILL_GRACE="4", H_CRAWL_STOP_SECONDS="1.5")
     try:
@@ -73,11 +63,6 @@ def test_foreground_add_records_the_result_of_a_crawl_background_hook(tmp_path):
 
 # Descendants outliving their Process row ------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: process/runner.py wait() returns as soon as the hook's leader exits (handle.wait) and sideeffects/hooks.py "
-    "supervise() then finishes the Process row; nothing stops the rest of the hook's process group. A hook that exits 0 "
-    "leaving `sleep 1000 &` behind leaves that child running forever, against DESIGN rule 5 ('No descendant "
-    "outlives its Process row's end')."))
 def test_no_descendant_outlives_a_hook_that_exits_on_its_own(tmp_path):
     running = launch(["sh", "-c", "sleep 60 & echo $! > kid; echo done"], tmp_path)
     try:
@@ -90,11 +75,6 @@ def test_no_descendant_outlives_a_hook_that_exits_on_its_own(tmp_path):
             kill_quietly(int((tmp_path / "kid").read_text()))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: process/sweep.py sweep_machine closes the row of a hook whose leader is gone as 'gone: no exit code was "
-    "recorded' without signalling its process group, and runner.kill_orphan returns early when the leader is not "
-    "running (is_running(pid, pid_started) is False). Children left in the group of a hook whose worker died survive "
-    "the sweep, although os.killpg(pgid) would still reach them."))
 def test_the_sweep_kills_the_group_of_an_orphaned_hook_whose_leader_already_exited(tmp_path):
     dead_worker = Process.objects.create(kind=Process.Kind.WORKER, machine=machine(), status="exited", retry_at=None)
     leader = subprocess.Popen(["sh", "-c", "sleep 60 & echo $! > kid"], cwd=tmp_path, start_new_session=True)
@@ -112,14 +92,6 @@ def test_the_sweep_kills_the_group_of_an_orphaned_hook_whose_leader_already_exit
         kill_quietly(kid)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: with the fork server (the default since b00a67a, EngineConfig.forkserver=True), a Python hook is a child of "
-    "the worker's fork server, whose Process row (kind forkserver) is newer than the hook's. When the worker is "
-    "SIGKILLed, process/sweep.py sweep_machine visits rows newest first, kills the orphaned fork server with "
-    "runner.kill_orphan (its family: the server and its descendants, i.e. the hook's tree), and only then the hook's "
-    "row, whose leader is now gone: it is closed as 'gone: no exit code was recorded' and runner.kill_orphan, which "
-    "returns early when the leader is not running, never reads the hook folder's .pid files. A daemon the hook recorded "
-    "in daemon.pid survives. (With FORKSERVER=false the same scenario passes: test_sweeps.py.)"))
 def test_with_the_fork_server_a_sigkilled_consumers_hook_daemon_is_killed_too(tmp_path):
     coll = collection(tmp_path, "h_hang", H_HANG_TIMEOUT="120", HOOK_MAX_ATTEMPTS="1", SWEEP_INTERVAL="600", FORKSERVER="true")
     coll.cli("add", "--bg", "https://example.com/forked-orphan")
@@ -145,13 +117,6 @@ def test_with_the_fork_server_a_sigkilled_consumers_hook_daemon_is_killed_too(tm
 
 # Signals: other hooks' .pid files, repeated SIGTERM, grace for descendants -----------------------
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: process/runner.py _family() adds every PID listed in any *.pid file of the hook's pwd, but pwd is "
-    "<SNAP_DIR>/<plugin>/, shared by all hooks of the plugin. Stopping one hook (timeout, seal) therefore SIGTERMs, "
-    "and after the check SIGKILLs, a sibling hook of the same plugin that recorded its own pid. terminate() then "
-    "reaps that sibling with psutil.wait_procs (it is a child of the same worker), so the sibling's own "
-    "Popen.wait() gets ECHILD and subprocess reports returncode 0: a SIGKILLed hook is recorded as a clean exit 0 "
-    "and its ArchiveResult 'succeeded' with no output."))
 def test_stopping_one_hook_does_not_touch_a_sibling_hook_that_wrote_a_pid_file(tmp_path):
     sibling_script = write(tmp_path / "scripts" / "sibling.py", """
         import os, signal, time
@@ -174,11 +139,6 @@ def test_stopping_one_hook_does_not_touch_a_sibling_hook_that_wrote_a_pid_file(t
             runner.terminate(sibling, grace=0.2)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: process/runner.py _signal_all() sends each signal twice to every process of the group: os.killpg(pgid) and "
-    "then proc.send_signal() for each member of the family. A hook that treats a second SIGTERM as 'stop at once' (as "
-    "ArchiveBox's own workers do) never gets its grace, and a Python hook that exits cleanly from its SIGTERM "
-    "handler can be killed by the duplicate during interpreter shutdown (recorded -15, result failed)."))
 def test_terminate_sends_one_sigterm(tmp_path, monkeypatch):
     """The real signals are sent; a spy on os.killpg / psutil's send_signal counts, per process, how many
     SIGTERMs were aimed at it (a signal-counting hook cannot: the kernel merges a pending duplicate)."""
@@ -205,10 +165,6 @@ def test_terminate_sends_one_sigterm(tmp_path, monkeypatch):
     assert aimed == {pid: 1 for pid in members}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: process/runner.py terminate() waits the grace only for the group leader (handle.wait(timeout=grace)); as "
-    "soon as the leader exits, every other member still shutting down is SIGKILLed at once. A hook's child that "
-    "needs a moment to finish cleanly on SIGTERM (flush a file, close a browser) is killed without its grace."))
 def test_descendants_get_the_grace_period_too(tmp_path):
     child = write(tmp_path / "child.py", """
         import signal, sys, time
@@ -229,11 +185,6 @@ def test_descendants_get_the_grace_period_too(tmp_path):
 
 # Config ---------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: hooks/config.py resolve_key() coerces a value found under the x-fallback key with the *plugin* key's name "
-    "(coerce(source_key=key, ...)). An invalid TIMEOUT in ArchiveBox.conf at run time is reported by the tick "
-    "(tasks/handlers.py hook_timeout -> catalog.timeout) as 'H_ENV_TIMEOUT: expected an integer, got ...', naming a "
-    "key the user never set instead of TIMEOUT."))
 def test_a_bad_fallback_value_at_run_time_is_reported_under_its_own_key(use_plugins, monkeypatch):
     use_plugins("h_env")
     monkeypatch.setattr(settings, "CONFIG_FILE_VALUES", {"TIMEOUT": "soon"})
@@ -248,13 +199,6 @@ def test_a_bad_fallback_value_at_run_time_is_reported_under_its_own_key(use_plug
     assert re.search(r"(^|[^A-Z_])TIMEOUT: ", message), message
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: an invalid <PLUGIN>_ENABLED (or PLUGINS) value appearing in ArchiveBox.conf after the crawl was queued is not "
-    "turned into a failed result: hooks/catalog.py enabled_plugins() raises ConfigError inside the crawl's tick "
-    "(tasks/handlers.py crawl_hooks_step -> missing_results -> expected_hooks) and inside the crawl_started side effect "
-    "(sideeffects/results.py create_results), which log it as a crash with a traceback; after MAX_TICK_ERRORS failed "
-    "ticks the whole crawl gives up ('gave up after N failed ticks: ConfigError: ...'), so no plugin runs at all, not "
-    "even the ones whose config is valid."))
 def test_an_invalid_enabled_flag_at_run_time_fails_only_that_plugin_without_a_traceback(tmp_path):
     coll = collection(tmp_path, "h_env,h_args", MAX_TICK_ERRORS="2", TICK_BACKOFF_BASE="0.1")
     url = "https://example.com/late-bad-enabled"
@@ -267,21 +211,11 @@ def test_an_invalid_enabled_flag_at_run_time_fails_only_that_plugin_without_a_tr
     assert got[(url, "on_Snapshot__10_args.py")]["status"] == "succeeded"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: hooks/config.py coerce() accepts 'nan' for a 'number' key with minimum/maximum (float('nan') passes, and "
-    "nan < minimum / nan > maximum are both False), so `-c H_ENV_RATIO=nan` is accepted and the hook gets "
-    "H_ENV_RATIO=nan. The engine's own parse_number rejects non-finite numbers; plugin config should too."))
 def test_nan_is_not_a_valid_bounded_number():
     with pytest.raises(ConfigError, match="^H_ENV_RATIO: "):
         coerce("H_ENV_RATIO", {"type": "number", "minimum": 0, "maximum": 1}, "nan")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: hooks/config.py coerce() does `_COERCE[kind]` with the schema's `type`; a JSONSchema union such as "
-    "\"type\": [\"string\", \"null\"] is a list, so it raises TypeError (unhashable type: 'list') — and again inside "
-    "the except clause's _ARTICLE[kind] — instead of a ConfigError. `archivebox add` with such a plugin enabled exits 1 "
-    "with \"unexpected TypeError: unhashable type: 'list'\" (not naming the key, not exit 2), and ticks resolving it "
-    "fail the same way."))
 def test_a_union_type_in_config_json_is_supported_or_a_clear_error(tmp_path):
     plugins = tmp_path / "plugins"
     write(plugins / "h_union" / "config.json", '{"type": "object", "properties": {"H_UNION_NAME": {"type": ["string", "null"], "default": "x"}}}')
@@ -294,12 +228,6 @@ def test_a_union_type_in_config_json_is_supported_or_a_clear_error(tmp_path):
 
 # Discovery -------------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: two plugins with a hook file of the same name (e.g. both ship on_Snapshot__10_run.sh) get only one "
-    "ArchiveResult: the model's unique constraint is (snapshot, hook_name) (core/models/archiveresult.py "
-    "result_unique_hook_per_snapshot) and sideeffects/results.py create_results uses bulk_create(ignore_conflicts=True), "
-    "so the second plugin's row is silently dropped; handlers.missing_results compares hook names only, so nobody "
-    "notices. One ArchiveResult per hook per snapshot requires (snapshot, plugin, hook_name)."))
 def test_same_hook_file_name_in_two_plugins_gives_two_results(tmp_path):
     plugins = tmp_path / "plugins"
     for name in ("h_dup_a", "h_dup_b"):
@@ -310,12 +238,6 @@ def test_same_hook_file_name_in_two_plugins_gives_two_results(tmp_path):
     assert sorted((r["plugin"], r["output_str"]) for r in snapshot["results"]) == [("h_dup_a", "h_dup_a"), ("h_dup_b", "h_dup_b")]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: hooks/discovery.py find_hooks() takes every file matching on_<Model>__... whatever its extension and mode, "
-    "and sideeffects/hooks.py runs unknown extensions as executables. A non-executable note such as "
-    "on_Snapshot__10_notes.md (or an editor backup on_Snapshot__10_x.sh.swp) becomes a hook whose launch fails "
-    "('could not start: Permission denied'), a permanently failed ArchiveResult. The contract says .py, .sh, .js "
-    "or any executable."))
 def test_a_non_executable_file_with_an_unknown_extension_is_not_a_hook(tmp_path):
     folder = tmp_path / "h_notes"
     write(folder / "on_Snapshot__10_notes.md", "# what this plugin does\n")
@@ -329,10 +251,6 @@ def test_a_non_executable_file_with_an_unknown_extension_is_not_a_hook(tmp_path)
 
 # Output records ----------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: sideeffects/hooks.py outlink_sink() filters outlinks with _archivable() (http(s) prefix, no whitespace), not "
-    "with core/urlcheck.check_url() that root URLs go through, and crawl.create_snapshots() does not validate either. "
-    "Outlinks such as 'https://' (no host) or 'http://example.com:99999/' (invalid port) become Snapshots."))
 def test_invalid_outlink_urls_do_not_become_snapshots(tmp_path):
     coll = collection(tmp_path, "h_links", H_LINKS_EXTRA=json.dumps(["https://", "http://example.com:99999/x", "https://?q=1"]))
     coll.cli("add", "--depth", "1", "https://example.com/links", check=False)
@@ -340,10 +258,6 @@ def test_invalid_outlink_urls_do_not_become_snapshots(tmp_path):
     assert not urls & {"https://", "http://example.com:99999/x", "https://?q=1"}, urls
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: hooks/output.py refused_path() only resolves absolute paths and paths containing '..'; a relative path "
-    "through a symlink the hook created (etc_link -> /etc, output_str 'etc_link/passwd') is accepted although it "
-    "points outside the snapshot folder."))
 def test_an_output_path_through_a_symlink_out_of_the_folder_is_refused(use_plugins):
     use_plugins("h_escape")
     snapshot = make_snapshot("https://example.com/escape/symlink")
