@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -212,6 +213,7 @@ def healthy(service: dict, env: dict, root: Path, replace: tuple[str, str] | Non
     return subprocess.run([resolve(args[0]), *args[1:]], cwd=root, env=env, capture_output=True, text=True, timeout=30)
 
 
+@pytest.mark.skipif(shutil.which("wget") is None, reason="GNU wget is not installed (Debian package wget; .ci/run installs it)")
 def test_compose_services_archive_a_local_site(compose, tmp_path, database_url, redis_url):
     services = compose["services"]
     data = tmp_path / "data"
