@@ -19,6 +19,7 @@ from huey.consumer import Consumer
 from huey.storage import PriorityRedisExpireStorage, SqliteStorage
 from redis import ConnectionPool
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from archivebox.broker.doorbell import Doorbell
 
@@ -131,7 +132,7 @@ class ResilientRedisStorage(PriorityRedisExpireStorage):
     def read_schedule(self, ts):
         try:
             return super().read_schedule(ts)
-        except RedisConnectionError as err:
+        except (RedisConnectionError, RedisTimeoutError) as err:
             self.outage.failed(err, wait=False)
             return []
 
