@@ -8,6 +8,7 @@ have led at once, and no hook may have run twice at once for one URL.
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 
@@ -91,7 +92,7 @@ def test_postgres_restarted_mid_run(tmp_path, private_pg, redis_url):
         wait_until(lambda: collection.unfinished() == 0, timeout=60, interval=0.1, message="a crawl added after the restart")
     finally:
         collection.stop_all(signal.SIGINT)
-    report = __import__("json").loads(status.stdout)
+    report = json.loads(status.stdout)
     assert report["healthy"] and {len(report["pools"]["ticks"]), len(report["pools"]["sideeffects"])} == {3}
     # A tick whose batch transaction could not even begin (the server was gone) records no end
     # (see test_bugs_found.py); it ended when the server was back, its claim expiring later.
