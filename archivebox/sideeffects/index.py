@@ -4,7 +4,9 @@ Both are written atomically (to a temp file, then renamed), so a reader sees the
 or the new one, never half of one. They are rewritten whenever the snapshot changes: when
 it starts, when one of its results finishes, and when it is sealed. Writes for the same
 snapshot less than ``DEBOUNCE`` seconds apart are folded into one trailing write, so a
-snapshot whose hooks finish in a burst is indexed a few times, not once per hook.
+snapshot whose hooks finish in a burst is indexed a few times, not once per hook (the
+trailing write runs in a timer thread of the same process; the write at seal, which
+always happens, covers a process that dies first).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import time
 from pathlib import Path
 
 from django.conf import settings
+from django.db import DatabaseError, connections
 
 from archivebox.core.models import ArchiveResult, Snapshot, Tag
 from archivebox.sideeffects.queue import sideeffect
@@ -147,8 +150,24 @@ class Debouncer:
             if snapshot_id in self._pending:
                 return False
             self._pending.add(snapshot_id)
-        write_index_later.schedule(args=(snapshot_id,), delay=DEBOUNCE)
+        timer = threading.Timer(DEBOUNCE, self._trailing_write, args=(snapshot_id,))
+        timer.daemon = True
+        timer.start()
         return False
+
+    def _trailing_write(self, snapshot_id) -> None:
+        """The trailing write of a burst, in this process (the write at seal covers a crash)."""
+        with self._lock:
+            if snapshot_id not in self._pending:
+                return  # the final write came first
+            self._pending.discard(snapshot_id)
+            self._last[snapshot_id] = time.monotonic()
+        try:
+            write_now(snapshot_id)
+        except (OSError, DatabaseError):
+            logger.exception("index of snapshot %s: trailing write failed", snapshot_id)
+        finally:
+            connections.close_all()
 
     def forget(self, snapshot_id) -> None:
         with self._lock:
@@ -164,13 +183,6 @@ def write_index(snapshot_id) -> None:
     """The snapshot changed: rewrite its index now, or fold this into a write a moment later."""
     if DEBOUNCER.should_write(snapshot_id):
         write_now(snapshot_id)
-
-
-@sideeffect
-def write_index_later(snapshot_id) -> None:
-    """The trailing write of a debounced burst."""
-    DEBOUNCER.forget(snapshot_id)
-    write_now(snapshot_id)
 
 
 @sideeffect
