@@ -8,7 +8,7 @@ import sys
 import psutil
 import pytest
 
-from conftest import config_env, hook_script, wait_until
+from plugintools import config_env, hook_script, wait_until
 from localsite import closed_port
 
 CHROME = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import PLUGINS_DIR, config_env, hook_script
+from plugintools import PLUGINS_DIR, config_env, hook_script
 
 PLUGINS = sorted(
     name for name in os.listdir(PLUGINS_DIR)

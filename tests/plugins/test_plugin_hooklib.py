@@ -10,7 +10,7 @@ import time
 import psutil
 import pytest
 
-from conftest import PLUGINS_DIR, wait_until
+from plugintools import PLUGINS_DIR, wait_until
 from localsite import closed_port
 
 sys.path.insert(0, PLUGINS_DIR)

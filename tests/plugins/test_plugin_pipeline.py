@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from conftest import PLUGINS_DIR
+from plugintools import PLUGINS_DIR
 
 HAS_CHROME = any(shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome"))
 HAS_READABILITY = importlib.util.find_spec("readability") is not None

@@ -59,7 +59,7 @@ def test_readability_missing_library_is_skipped(snapshot_factory):
     import os
     import subprocess
     import sys
-    from conftest import hook_script
+    from plugintools import hook_script
     base = sorted(glob.glob(os.path.join(sys.base_prefix, "bin", "python3*")))
     check = subprocess.run([base[0], "-I", "-c", "import readability"], capture_output=True) if base else None
     if not base or check.returncode == 0:

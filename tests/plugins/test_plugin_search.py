@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import PLUGINS_DIR
+from plugintools import PLUGINS_DIR
 
 
 def _load_fts():

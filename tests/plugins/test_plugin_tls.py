@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from conftest import PLUGINS_DIR
+from plugintools import PLUGINS_DIR
 from localsite import SiteServer, self_signed_cert
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl CLI not installed")

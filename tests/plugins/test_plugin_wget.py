@@ -50,7 +50,7 @@ def test_wget_saves_page_and_requisites_only(site, snapshot_factory):
 
 
 def run_user_agent():
-    from conftest import config_env
+    from plugintools import config_env
     return config_env("wget")["WGET_USER_AGENT"]
 
 
