@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from django.utils import timezone
 
 from archivebox.config import EngineConfig
+from archivebox.core.models import Machine
 from archivebox.tasks import leases, rowsql
 from archivebox.tasks.registry import ActorType
-from archivebox.tasks.ticks import HOLDER, limit_of, tick
+from archivebox.tasks.ticks import HOLDER, limit_of, send
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +37,10 @@ logger = logging.getLogger(__name__)
 class Dispatched:
     due: bool  # rows were due (dispatched, or waiting for a slot)
     dispatched: int
+
+
+def machine_id(config: EngineConfig) -> int:
+    return Machine.current(config.machine_id).pk
 
 
 def new_holder() -> str:
@@ -48,7 +53,7 @@ def fill_slot(actor: ActorType, slot: str, holder: str, config: EngineConfig, no
     token = now + dt.timedelta(seconds=config.slot_ttl)
     pks = rowsql.dispatch_claim(actor.model, actor.statuses, now, token, config.tick_batch, ids)
     if pks:
-        tick(actor.name, pks, token, slot, holder)
+        send(actor, pks, token, slot, holder, now)
     return pks
 
 
@@ -63,7 +68,7 @@ def dispatch_due(actor: ActorType, config: EngineConfig, now: dt.datetime) -> Di
     dispatched = 0
     for slot in free:
         holder = new_holder()
-        if not leases.take_slot(slot, holder, now, config.slot_ttl):
+        if not leases.take_slot(slot, holder, now, config.slot_ttl, machine_id(config)):
             continue
         pks = fill_slot(actor, slot, holder, config, now)
         if not pks:
@@ -84,7 +89,7 @@ def kick(actor: ActorType, rows: Iterable, config: EngineConfig) -> int:
     dispatched = 0
     for slot in leases.free_slots(actor.name, limit, now):
         holder = new_holder()
-        if not leases.take_slot(slot, holder, now, config.slot_ttl):
+        if not leases.take_slot(slot, holder, now, config.slot_ttl, machine_id(config)):
             continue
         claimed = fill_slot(actor, slot, holder, config, now, ids=pks)
         if not claimed:

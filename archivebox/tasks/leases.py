@@ -103,11 +103,11 @@ def busy_slots(actor: str, now: dt.datetime) -> int:
         return cursor.fetchone()[0]
 
 
-def take_slot(key: str, holder: str, now: dt.datetime, ttl: float) -> bool:
-    """Take a free (or expired) slot for ``holder``, a token naming this one dispatch."""
-    return bool(_run("UPDATE {table} SET holder = %s, acquired_at = %s, expires_at = %s "
+def take_slot(key: str, holder: str, now: dt.datetime, ttl: float, machine_id: int | None = None) -> bool:
+    """Take a free (or expired) slot for ``holder``, a token naming this one dispatch, on ``machine_id``."""
+    return bool(_run("UPDATE {table} SET holder = %s, machine_id = %s, acquired_at = %s, expires_at = %s "
                      "WHERE key = %s AND (expires_at IS NULL OR expires_at < %s)",
-                     [holder, _at(now), _at(now + dt.timedelta(seconds=ttl)), key, _at(now)]))
+                     [holder, machine_id, _at(now), _at(now + dt.timedelta(seconds=ttl)), key, _at(now)]))
 
 
 def renew_slot(key: str, holder: str, now: dt.datetime, ttl: float) -> bool:

@@ -102,6 +102,16 @@ def claim(model, pks, seen: dt.datetime | None, claim_at: dt.datetime, now: dt.d
     return [_instance(model, fields, row) for row in rows]
 
 
+def unclaim(model, pks, token: dt.datetime, now: dt.datetime) -> int:
+    """Give back rows a dispatcher claimed with ``token`` (its message could not be sent)."""
+    marks = ", ".join(["%s"] * len(pks))
+    sql = (f"UPDATE {model._meta.db_table} SET retry_at = %s, claimed = %s "
+           f"WHERE {model._meta.pk.column} IN ({marks}) AND retry_at = %s")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [db_datetime(now), False, *(db_pk(model, pk) for pk in pks), db_datetime(token)])
+        return cursor.rowcount
+
+
 def wake(model, pks, now: dt.datetime) -> int:
     """Make rows due now, except rows a tick has claimed, which are marked woken instead."""
     marks = ", ".join(["%s"] * len(pks))

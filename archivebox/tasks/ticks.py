@@ -106,14 +106,25 @@ def _ticks(actor: ActorType, pks: list, seen: dt.datetime | None, config: Engine
         notify("on_actor_tick_start", actor_type=actor, obj=obj)
         decided.append((obj, decide(actor, obj, now, config, batch_started)))
     # The ticks end before their writes commit: once committed, a row may be claimed by
-    # the next tick at once, and no two ticks of a row may overlap.
-    with transaction.atomic():
-        try:
-            for obj, decision in decided:
-                results[obj.pk] = settle(actor, obj, decision, claim, now, config)
-        finally:
+    # the next tick at once, and no two ticks of a row may overlap. If the transaction
+    # cannot even begin (a lost connection), they end all the same.
+    ended = []
+
+    def end_ticks() -> None:
+        if not ended:
+            ended.append(True)
             for obj, _ in decided:
                 notify("on_actor_tick_end", actor_type=actor, obj=obj)
+
+    try:
+        with transaction.atomic():
+            try:
+                for obj, decision in decided:
+                    results[obj.pk] = settle(actor, obj, decision, claim, now, config)
+            finally:
+                end_ticks()
+    finally:
+        end_ticks()
     return [results[pk] for pk in pks]
 
 
@@ -194,5 +205,19 @@ def hand_over(actor: ActorType, slot: str, holder: str | None, config: EngineCon
     if not pks:
         leases.release_slot(slot, holder)
         return False
-    tick(actor.name, pks, token, slot, holder)
+    send(actor, pks, token, slot, holder, now)
     return True
+
+
+def send(actor: ActorType, pks: list, token: dt.datetime, slot: str, holder: str, now: dt.datetime) -> None:
+    """Enqueue the tick task of a claimed batch; if the queue cannot take it (a broker
+    outage), give the rows and the slot back at once rather than when the claim expires."""
+    try:
+        tick(actor.name, pks, token, slot, holder)
+    except Exception:
+        try:
+            rowsql.unclaim(actor.model, pks, token, now)
+            leases.release_slot(slot, holder)
+        except Exception as err:  # the claim and the slot then expire by themselves
+            logger.warning("could not give back %d %s rows after a failed enqueue: %s", len(pks), actor.name, err)
+        raise
