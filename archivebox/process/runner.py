@@ -183,7 +183,12 @@ def wait(running: Running, timeout: float | None, should_stop: Callable[[], str 
             return terminate(running, grace), f"timed out after {timeout:g}s"
         if time.monotonic() >= next_check:
             next_check = time.monotonic() + check_every
-            reason = should_stop()
+            try:
+                reason = should_stop()
+            except BaseException:
+                # Nobody could watch it any more: stop it rather than leave it unsupervised.
+                terminate(running, grace)
+                raise
             if reason:
                 return terminate(running, grace), reason
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.utils import timezone
 
 from archivebox.broker import shutting_down
@@ -42,6 +42,8 @@ from archivebox.tasks import rowsql
 
 logger = logging.getLogger(__name__)
 
+# How long a supervisor keeps trying to record a hook's outcome while the database is away.
+RECORD_PATIENCE = 60.0
 INTERPRETERS = {"py": [sys.executable, "-I"], "sh": ["sh"], "js": ["node"]}
 
 
@@ -99,7 +101,14 @@ def stop_reason(result_id, attempt: int) -> str | None:
     """Why a running hook should stop now, if it should."""
     if shutting_down.is_set():
         return "worker shutting down"
-    row = ArchiveResult.objects.filter(pk=result_id).values("status", "attempts", "snapshot__status", "crawl__status").first()
+    try:
+        row = ArchiveResult.objects.filter(pk=result_id).values("status", "attempts", "snapshot__status", "crawl__status").first()
+    except DatabaseError as err:
+        # The database is away (restarting, say): keep the hook running, ask again later
+        # on a new connection. Its timeout still applies.
+        logger.warning("cannot check whether hook result %s should stop, will ask again: %s", result_id, err)
+        connection.close()
+        return None
     if row is None:
         return "result deleted"
     if row["status"] != "started" or row["attempts"] != attempt:
@@ -220,10 +229,33 @@ def supervise(job: Supervised) -> None:
             return
         exit_code, reason = runner.wait(running, job.timeout, lambda: stop_reason(job.result_id, job.attempt),
                                         grace=settings.ENGINE.hook_kill_grace)
-    report = _read(job.row, job.pwd, job.snapshot, job.crawl, job.wanted)
-    apply_report(report, job.snapshot)
-    runner.finish(job.row, exit_code, reason, report.to_json(), ended_at=running.exited_at)
-    wake_rows(ArchiveResult, [job.result_id])
+
+    def record() -> None:  # every step is idempotent, so a retry after a lost connection repeats them
+        report = _read(job.row, job.pwd, job.snapshot, job.crawl, job.wanted)
+        apply_report(report, job.snapshot)
+        runner.finish(job.row, exit_code, reason, report.to_json(), ended_at=running.exited_at)
+        wake_rows(ArchiveResult, [job.result_id])
+
+    persistently(record, job.row.label)
+
+
+def persistently(write: Callable[[], None], label: str, patience: float = RECORD_PATIENCE) -> None:
+    """Run ``write``, retrying on a new connection while the database is unreachable
+    (a restart), for up to ``patience`` seconds: a hook's outcome is not dropped for a
+    blip. After that the Process row's deadline is the fallback."""
+    deadline = time.monotonic() + patience
+    pause = 0.1
+    while True:
+        try:
+            write()
+            return
+        except (OperationalError, InterfaceError) as err:
+            connection.close()
+            if time.monotonic() + pause > deadline:
+                raise
+            logger.warning("%s: cannot record the outcome yet, retrying in %.1fs: %s", label, pause, err)
+            time.sleep(pause)
+            pause = min(pause * 2, 2.0)
 
 
 class Supervisors:
@@ -245,7 +277,7 @@ class Supervisors:
         except Exception:
             logger.exception("supervising %s failed; its result will retry when its deadline passes", job.row.label)
         finally:
-            close_old_connections()
+            connection.close()  # this thread's own connection; it would stay open until collected
             with self._lock:
                 self._threads.discard(threading.current_thread())
 
