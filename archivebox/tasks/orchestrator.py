@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 
 from django.apps import apps
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 from django.utils import timezone
 from huey import crontab
 
@@ -43,6 +43,8 @@ BUSY_PAUSE = 0.02
 # retry_at that a tick wrote a moment ago (a backoff, a short wait) is not overslept.
 ACTIVE_WINDOW = 10.0
 ACTIVE_POLL = 0.05
+# The shortest sleep before a row that is due soon: a timer's resolution, not a pause.
+MIN_PAUSE = 0.001
 
 
 class Orchestrator:
@@ -62,6 +64,7 @@ class Orchestrator:
     def run_single_cycle(self, now: dt.datetime | None = None) -> float:
         """One pass. Returns how long to sleep before the next one."""
         now = now or self.clock()
+        started = time.monotonic()
         if not leases.acquire(leases.ORCHESTRATOR, self.token, now, self.config.orchestrator_lease_ttl, self.machine_id):
             if self.leading:
                 self.leading = False
@@ -82,7 +85,8 @@ class Orchestrator:
         next_due = self.next_due(now)
         if next_due is None and not any(r.due for r in results):
             notify("on_orchestrator_idle", orchestrator=self, actor_types=self.actor_types)
-        return self.sleep_until(next_due, now)
+        # Measured from the end of this pass, so a slow pass does not make the loop wake late.
+        return self.sleep_until(next_due, now + dt.timedelta(seconds=time.monotonic() - started))
 
     def sleep_until(self, next_due: dt.datetime | None, now: dt.datetime) -> float:
         cap = min(self.config.orchestrator_idle_poll, self.config.orchestrator_lease_ttl / 3)
@@ -90,7 +94,7 @@ class Orchestrator:
             cap = min(cap, ACTIVE_POLL)
         if next_due is None:
             return cap
-        return max(BUSY_PAUSE, min(cap, (next_due - now).total_seconds()))
+        return max(MIN_PAUSE, min(cap, (next_due - now).total_seconds()))
 
     def next_due(self, now: dt.datetime) -> dt.datetime | None:
         """The earliest future ``retry_at`` among rows any actor type ticks."""
@@ -170,7 +174,7 @@ class OrchestratorThread:
         try:
             orchestrator.run(stop)
         finally:
-            close_old_connections()
+            connection.close()  # the thread's own connection: nothing else would close it
 
 
 LOOP = OrchestratorThread()
