@@ -93,7 +93,11 @@ def run(args) -> int:
     tags = ",".join(t.strip() for value in args.tag for t in value.split(",") if t.strip())
     crawl = Crawl.objects.create(urls="\n".join(urls), max_depth=args.depth, tags_str=tags, config=crawl_config,
                                  label=args.label, retry_at=timezone.now())
-    kick(registry.get("Crawl"), [(crawl.pk, crawl.retry_at)], settings.ENGINE)
+    try:
+        kick(registry.get("Crawl"), [(crawl.pk, crawl.retry_at)], settings.ENGINE)
+    except Exception as err:  # the crawl is saved; the orchestrator finds it when the queue is back
+        print(f"archivebox add: warning: crawl {crawl.pk} is saved, but the task queue did not take it yet "
+              f"({type(err).__name__}: {err}); it starts once the queue is reachable", file=sys.stderr)
     if args.bg:
         print(f"Queued crawl {crawl.pk}: {len(urls)} URL(s), depth {args.depth}. Workers will archive it (see `archivebox status`).")
         return 1 if errors else 0
