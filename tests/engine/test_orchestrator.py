@@ -15,7 +15,8 @@ from django.utils import timezone
 from archivebox.config import EngineConfig
 from archivebox.core.models import Crawl, Lease, Snapshot
 from archivebox.tasks import leases
-from archivebox.tasks.orchestrator import BUSY_PAUSE, Orchestrator
+from archivebox.tasks import orchestrator as orchestrator_module
+from archivebox.tasks.orchestrator import BUSY_PAUSE, MIN_PAUSE, Orchestrator
 from archivebox.tasks.queue import huey as ticks_huey
 from archivebox.tasks.registry import ACTOR_TYPES, ActorType, Go, register
 from archivebox.tasks.ticks import run_tick, run_ticks
@@ -307,13 +308,35 @@ def test_the_orphan_check_runs_once_per_interval(make_actor):
 
 # Sleeping ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("due_in, expected", [(4.0, 4.0), (0.0001, BUSY_PAUSE), (100.0, 10.0), (None, 10.0)])
-def test_sleep_until_the_next_due_row_capped(make_actor, due_in, expected):
+class PassClock:
+    """A monotonic clock for one pass: its first reading is the start, every later one
+    ``pass_length`` seconds on."""
+
+    def __init__(self, pass_length: float):
+        self.pass_length, self.readings = pass_length, 0
+
+    def __call__(self) -> float:
+        self.readings += 1
+        return 1000.0 + (self.pass_length if self.readings > 1 else 0.0)
+
+
+@pytest.mark.parametrize("due_in, expected", [(4.0, 4.0), (0.0001, MIN_PAUSE), (100.0, 10.0), (None, 10.0)])
+def test_sleep_until_the_next_due_row_capped(make_actor, monkeypatch, due_in, expected):
     actor = make_actor()
     cfg = config({actor.name: 1}, orchestrator_idle_poll=10.0, orchestrator_lease_ttl=60.0)
     if due_in is not None:
         make_crawls(at(due_in))
+    monkeypatch.setattr(orchestrator_module.time, "monotonic", PassClock(0.0))
     assert Orchestrator(cfg, [actor]).run_single_cycle(now=T0) == pytest.approx(expected)
+
+
+def test_the_sleep_is_measured_from_the_end_of_the_pass(make_actor, monkeypatch):
+    """A pass that took 1.5 s wakes for a row due 4 s after it started 2.5 s after it ends."""
+    actor = make_actor()
+    cfg = config({actor.name: 1}, orchestrator_idle_poll=10.0, orchestrator_lease_ttl=60.0)
+    make_crawls(at(4.0))
+    monkeypatch.setattr(orchestrator_module.time, "monotonic", PassClock(1.5))
+    assert Orchestrator(cfg, [actor]).run_single_cycle(now=T0) == pytest.approx(2.5)
 
 
 def test_the_sleep_is_capped_by_a_third_of_the_lease_ttl(make_actor):
