@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import psutil
+import pytest
 from django.conf import settings
 from django.utils import timezone
 
@@ -199,12 +200,14 @@ def running_hang(coll) -> dict | None:
     return dict(rows[0]) if (folder / "ready").exists() else None
 
 
-# These two run Python hooks as plain subprocesses (FORKSERVER=false); with the fork server the
-# daemon a hook recorded in its .pid file survives: see test_bugs_found.py.
+# Both with Python hooks as plain subprocesses and as forks of the fork server.
+WITH_AND_WITHOUT_FORKSERVER = pytest.mark.parametrize("forkserver", ["false", "true"])
 
-def test_a_sigkilled_sideeffects_consumer_leaves_a_hook_that_the_next_consumer_kills_on_start(tmp_path):
+
+@WITH_AND_WITHOUT_FORKSERVER
+def test_a_sigkilled_sideeffects_consumer_leaves_a_hook_that_the_next_consumer_kills_on_start(tmp_path, forkserver):
     # no periodic sweep during the test: only the new consumer's start-up sweep can act
-    coll = collection(tmp_path, "h_hang", H_HANG_TIMEOUT="120", HOOK_MAX_ATTEMPTS="1", SWEEP_INTERVAL="600", FORKSERVER="false")
+    coll = collection(tmp_path, "h_hang", H_HANG_TIMEOUT="120", HOOK_MAX_ATTEMPTS="1", SWEEP_INTERVAL="600", FORKSERVER=forkserver)
     coll.cli("add", "--bg", "https://example.com/orphan")
     coll.start_consumer("tasks", 2)
     first = coll.start_consumer("sideeffects", 4)
@@ -223,6 +226,9 @@ def test_a_sigkilled_sideeffects_consumer_leaves_a_hook_that_the_next_consumer_k
                    message="the orphan's row closed")
         [row] = coll.query("SELECT status, exit_code, reason FROM core_process WHERE id=?", (hook["id"],))
         assert (row["status"], row["exit_code"], row["reason"]) == ("exited", None, "killed: its worker was gone")
+        # the sweep closes the worker's row after its hooks (and its fork server, stopped with a grace)
+        wait_until(lambda: coll.scalar("SELECT status FROM core_process WHERE kind='worker' AND pid=?", (first.pid,)) == "exited",
+                   timeout=20, message="the dead worker's row closed")
         [old_worker] = coll.query("SELECT status, exit_code, reason FROM core_process WHERE kind='worker' AND pid=?", (first.pid,))
         assert (old_worker["status"], old_worker["exit_code"]) == ("exited", None)
         wait_until(lambda: coll.counts("crawl") == {"sealed": 1}, timeout=30, message="the crawl to finish")
@@ -233,8 +239,9 @@ def test_a_sigkilled_sideeffects_consumer_leaves_a_hook_that_the_next_consumer_k
         coll.stop_all(signal.SIGINT)
 
 
-def test_a_running_consumer_sweeps_periodically_what_a_dead_one_left(tmp_path):
-    coll = collection(tmp_path, "h_hang", H_HANG_TIMEOUT="120", HOOK_MAX_ATTEMPTS="1", SWEEP_INTERVAL="1", FORKSERVER="false")
+@WITH_AND_WITHOUT_FORKSERVER
+def test_a_running_consumer_sweeps_periodically_what_a_dead_one_left(tmp_path, forkserver):
+    coll = collection(tmp_path, "h_hang", H_HANG_TIMEOUT="120", HOOK_MAX_ATTEMPTS="1", SWEEP_INTERVAL="1", FORKSERVER=forkserver)
     coll.cli("add", "--bg", "https://example.com/periodic")
     coll.start_consumer("tasks", 2)
     doomed = coll.start_consumer("sideeffects", 4)
