@@ -6,6 +6,7 @@ import datetime as dt
 import logging
 
 from django.conf import settings
+from django.db import connection
 from django.utils import timezone
 
 from archivebox.core.models import ArchiveResult, Crawl, Snapshot
@@ -14,6 +15,7 @@ from archivebox.hooks.discovery import HookScript
 from archivebox.sideeffects import index as index_effects
 from archivebox.sideeffects.queue import sideeffect
 from archivebox.sideeffects.wake import parked, wake_rows
+from archivebox.tasks import rowsql
 
 logger = logging.getLogger(__name__)
 
@@ -58,20 +60,36 @@ def wake_step(owner_kind: str, owner_id, step: int) -> None:
     wake_rows(ArchiveResult, queued)
 
 
+def unfinished_foreground(snapshot_id, crawl_id, step: int) -> bool:
+    """Is a foreground result of this snapshot (else of this crawl's own hooks), at ``step``
+    or earlier, still unfinished?"""
+    meta = ArchiveResult._meta
+    if snapshot_id is not None:
+        owner, param = "snapshot_id = %s", meta.get_field("snapshot").get_db_prep_value(snapshot_id, connection)
+    else:
+        owner, param = "crawl_id = %s AND snapshot_id IS NULL", meta.get_field("crawl").get_db_prep_value(crawl_id, connection)
+    sql = f"SELECT 1 FROM {meta.db_table} WHERE {owner} AND step <= %s AND background = %s AND retry_at IS NOT NULL LIMIT 1"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [param, step, False])
+        return cursor.fetchone() is not None
+
+
 @sideeffect
 def result_finished(result_id) -> None:
-    """A result is final: its owner may advance a step or seal; its index changes."""
-    result = ArchiveResult.objects.filter(pk=result_id).values("snapshot_id", "crawl_id", "step").first()
-    if result is None:
+    """A result is final: its owner may advance a step or seal; its index changes.
+
+    Runs once per hook run, so its reads are hand-written statements (see rowsql)."""
+    found = rowsql.values(ArchiveResult, ("snapshot_id", "crawl_id", "step"), {"id": result_id})
+    if not found:
         return
-    owner_kind, owner_model, owner_id = (("Snapshot", Snapshot, result["snapshot_id"]) if result["snapshot_id"] is not None
-                                         else ("Crawl", Crawl, result["crawl_id"]))
+    snapshot_id, crawl_id, step = found[0]
+    owner_model, owner_id = (Snapshot, snapshot_id) if snapshot_id is not None else (Crawl, crawl_id)
     # The owner only has something to decide once no foreground result of this step (or an
     # earlier one) is left unfinished.
-    if not results_of(owner_kind, owner_id).filter(step__lte=result["step"], background=False, retry_at__isnull=False).exists():
+    if not unfinished_foreground(snapshot_id, crawl_id, step):
         wake_rows(owner_model, [owner_id])
-    if owner_kind == "Snapshot":
-        index_effects.write_index.run(owner_id)
-        if Snapshot.objects.filter(pk=owner_id, retry_at__isnull=True).exists():
+    if snapshot_id is not None:
+        index_effects.write_index.run(snapshot_id)
+        if rowsql.values(Snapshot, ("retry_at",), {"id": snapshot_id}) == [(None,)]:
             # A background hook of a sealed snapshot was recorded: its crawl may be done now.
-            wake_rows(Crawl, [result["crawl_id"]])
+            wake_rows(Crawl, [crawl_id])
