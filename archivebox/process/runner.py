@@ -172,7 +172,7 @@ def wait(running: Running, timeout: float | None, should_stop: Callable[[], str 
         try:
             code = running.handle.wait(timeout=step)
             running.exited_at = timezone.now()
-            leftovers = _family(running.pid, running.row.pwd, _sibling_groups(running.row), leader=False)
+            leftovers = _family(running.pid, running.row.pwd, lambda: _sibling_groups(running.row), leader=False)
             if leftovers:
                 logger.info("%s exited, leaving %d processes behind: stopping them", running.row.label, len(leftovers))
                 _stop(running.pid, leftovers, grace)
@@ -196,7 +196,7 @@ def wait(running: Running, timeout: float | None, should_stop: Callable[[], str 
 def terminate(running: Running, grace: float) -> int | None:
     """SIGTERM the process group and its stragglers once, give them all ``grace`` seconds
     to finish, then SIGKILL whatever is left."""
-    family = _family(running.pid, running.row.pwd, _sibling_groups(running.row))
+    family = _family(running.pid, running.row.pwd, lambda: _sibling_groups(running.row))
     deadline = time.monotonic() + grace
     _signal(running.pid, family, signal.SIGTERM)
     try:
@@ -221,10 +221,10 @@ def kill_orphan(pid: int, pid_started: float | None, pwd: str, grace: float) -> 
     leader_alive = is_running(pid, pid_started)
     if not leader_alive and psutil.pid_exists(pid) and _alive_pid(pid):
         # The PID now belongs to another process: its group is not ours to signal.
-        family = [p for p in _pid_file_procs(pwd, set()) if _pgid(p.pid) != pid]
+        family = [p for p in _pid_file_procs(pwd, set) if _pgid(p.pid) != pid]
         _stop(None, family, grace)
         return
-    _stop(pid, _family(pid, pwd, set(), leader=leader_alive), grace)
+    _stop(pid, _family(pid, pwd, set, leader=leader_alive), grace)
 
 
 def _stop(pgid: int | None, family: list[psutil.Process], grace: float) -> None:
@@ -235,10 +235,10 @@ def _stop(pgid: int | None, family: list[psutil.Process], grace: float) -> None:
         _wait_gone(survivors, time.monotonic() + grace)
 
 
-def _family(pid: int, pwd: str, excluded_groups: set[int], leader: bool = True) -> list[psutil.Process]:
+def _family(pid: int, pwd: str, excluded_groups: Callable[[], set[int]], leader: bool = True) -> list[psutil.Process]:
     """The process (if ``leader``), its descendants, the rest of its process group, and the
     processes named in ``*.pid`` files of its folder (unless they belong to another hook
-    running from the same folder: ``excluded_groups``)."""
+    running from the same folder: ``excluded_groups()``, asked only when there are any)."""
     family: dict[int, psutil.Process] = {}
     try:
         root = psutil.Process(pid)
@@ -267,12 +267,14 @@ def _group(pgid: int) -> list[psutil.Process]:
     return members
 
 
-def _pid_file_procs(pwd: str, excluded_groups: set[int]) -> list[psutil.Process]:
+def _pid_file_procs(pwd: str, excluded_groups: Callable[[], set[int]]) -> list[psutil.Process]:
     procs = []
-    for recorded in _pid_files(Path(pwd)) if pwd else ():
+    recorded_pids = _pid_files(Path(pwd)) if pwd else []
+    excluded = excluded_groups() if recorded_pids else set()  # a query: only when needed
+    for recorded in recorded_pids:
         try:
             candidate = psutil.Process(recorded)
-            if candidate.cwd().startswith(pwd) and _pgid(recorded) not in excluded_groups:
+            if candidate.cwd().startswith(pwd) and _pgid(recorded) not in excluded:
                 procs.append(candidate)
         except psutil.Error:
             continue
