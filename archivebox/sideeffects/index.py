@@ -150,10 +150,21 @@ class Debouncer:
             if snapshot_id in self._pending:
                 return False
             self._pending.add(snapshot_id)
+        self._start_timer(snapshot_id)
+        return False
+
+    def defer(self, snapshot_id) -> None:
+        """Write in ``DEBOUNCE`` seconds, unless another write comes first."""
+        with self._lock:
+            if snapshot_id in self._pending:
+                return
+            self._pending.add(snapshot_id)
+        self._start_timer(snapshot_id)
+
+    def _start_timer(self, snapshot_id) -> None:
         timer = threading.Timer(DEBOUNCE, self._trailing_write, args=(snapshot_id,))
         timer.daemon = True
         timer.start()
-        return False
 
     def _trailing_write(self, snapshot_id) -> None:
         """The trailing write of a burst, in this process (the write at seal covers a crash)."""

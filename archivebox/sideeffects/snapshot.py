@@ -26,10 +26,14 @@ def snapshot_started(snapshot_id) -> None:
         return
     snapshot.output_dir.mkdir(parents=True, exist_ok=True)
     create_results(snapshot.crawl, snapshot, timezone.now())
-    due = snapshot.results.filter(status="queued", step__lte=snapshot.current_step).values_list("pk", flat=True)
-    wake_rows(ArchiveResult, due)
-    wake_rows(Snapshot, [snapshot.pk])
-    index_effects.write_index.run(snapshot.pk)
+    due = list(snapshot.results.filter(status="queued", step__lte=snapshot.current_step).values_list("pk", "background"))
+    wake_rows(ArchiveResult, [pk for pk, _ in due])
+    if all(background for _, background in due):
+        # No foreground hook of this step will wake the snapshot when it is done (there is
+        # none): it must look at its steps now, not at its next check.
+        wake_rows(Snapshot, [snapshot.pk])
+    # Its first index can wait a moment: the hooks it just made due start first.
+    index_effects.DEBOUNCER.defer(snapshot.pk)
 
 
 @sideeffect

@@ -134,6 +134,21 @@ def test_a_background_hook_runs_until_its_own_timeout_while_steps_go_on(tmp_path
     assert bg["exit_code"] == -15 and bg["reason"] == "timed out after 1s"
 
 
+def test_a_first_step_of_only_background_hooks_does_not_wait_for_the_snapshots_next_check(tmp_path):
+    """Step 0 holds one background hook and nothing else: the snapshot moves on to step 1 at once,
+    not at its next check (SIDEEFFECT_LOST_AFTER, set far away here)."""
+    coll = collection(tmp_path, "h_bgfirst", SIDEEFFECT_LOST_AFTER="120", HOOK_KILL_GRACE="0.5")
+    url = "https://example.com/bg-first"
+    coll.cli("add", url)
+    got = results(coll)
+    assert got[(url, "on_Snapshot__10_after.sh")]["status"] == "succeeded"
+    assert got[(url, "on_Snapshot__00_first.bg.sh")]["status"] == "failed"  # stopped at seal
+    rows = {r["label"].split("/")[1]: r for r in hook_rows(coll)}
+    assert rows["on_Snapshot__00_first.bg.sh"]["reason"] == "terminated when its snapshot was sealed"
+    first, after = rows["on_Snapshot__00_first.bg.sh"], rows["on_Snapshot__10_after.sh"]
+    assert db_time(after["started_at"]) - db_time(first["started_at"]) < 60  # well before the 120 s check
+
+
 def test_crawl_hooks_run_first_with_the_crawl_id_and_their_background_hook_lives_until_the_crawl_seals(tmp_path):
     coll = collection(tmp_path, "h_crawl", HOOK_KILL_GRACE="1")
     urls = ["https://example.com/crawl/1", "https://example.com/crawl/2"]
