@@ -4,7 +4,8 @@ SqliteHuey has no blocking pop: an idle worker sleeps between polls, which costs
 latency or CPU. A doorbell removes both. Each consuming process listens on one Linux
 abstract-namespace datagram socket per queue and announces itself with an empty marker
 file in ``<queue dir>/run/``. Enqueuing sends one byte to every listener of the queue;
-the listener thread wakes one waiting worker thread per byte.
+the listener thread wakes one waiting worker thread per byte. A process that consumes
+the queue it enqueues to (embedded workers) wakes one of its own threads directly.
 
 Correctness never depends on the bell: a waiting worker also wakes after ``timeout``
 and polls, so a lost datagram costs at most that much latency.
@@ -102,7 +103,16 @@ class Doorbell:
             sender = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
             sender.setblocking(False)
             self._sender = sender
+        own = self._marker.name if self._marker is not None and self._listener_pid == os.getpid() else None
+        if own is not None:
+            # This process consumes the queue too (embedded workers): wake one of its own
+            # waiting threads directly, without a datagram and a hop through the listener.
+            with self._cond:
+                self._seq += 1
+                self._cond.notify()
         for marker, address in self._current_peers():
+            if marker == own:
+                continue
             try:
                 self._sender.sendto(b"!", address)
             except BlockingIOError:
