@@ -264,3 +264,29 @@ def test_an_output_path_through_a_symlink_out_of_the_folder_is_refused(use_plugi
     process = run_attempt(started_result(snapshot, "h_escape", "on_Snapshot__10_escape.py"))
     assert process.result_json["result"]["status"] == "failed"
     assert "refused output path" in process.result_json["result"]["output_str"]
+
+
+def test_a_forked_hook_imports_nothing_the_fork_server_has_not_preloaded(tmp_path):
+    """runpy.run_path imports pkgutil (3 ms, with typing) on every call: each forked hook paid
+    for it until the fork server preloaded it. A trivial hook must find everything it and
+    runpy need already imported."""
+    from archivebox.process import forkclient, forkserver
+
+    script = tmp_path / "on_Snapshot__10_probe.py"
+    script.write_text("import json, sys\nopen('modules.json', 'w').write(json.dumps(sorted(sys.modules)))\n")
+    client = forkclient.ForkClient()
+    try:
+        child = client.spawn([str(script)], str(tmp_path), {"PATH": os.environ.get("PATH", "")},
+                             tmp_path / "out.log", tmp_path / "err.log")
+        assert child.wait(30) == 0, (tmp_path / "err.log").read_text()
+    finally:
+        client.stop()
+    in_child = set(json.loads((tmp_path / "modules.json").read_text()))
+    probe = ("import json, sys; sys.argv = ['forkserver']; from archivebox.process import forkserver; "
+             f"forkserver.preload({str(forkserver.__file__)!r}.rsplit('/process/', 1)[0] + '/plugins'); "
+             "print(json.dumps(sorted(sys.modules)))")
+    done = subprocess.run([sys.executable, "-I", "-c", probe], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(Path(forkserver.__file__).resolve().parents[2])})
+    assert done.returncode == 0, done.stderr
+    preloaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert sorted(in_child - preloaded) == []
