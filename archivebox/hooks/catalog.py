@@ -1,8 +1,8 @@
 """What plugins exist, which are enabled, and the environment each hook run gets.
 
-The catalog re-reads plugin folders only when one of them changed (by mtime), so ticks
-can ask "which hooks should this snapshot run?" on every pass for the price of a few
-``stat`` calls.
+The catalog re-reads plugin folders only when one of them (or a plugin's config.json)
+changed, by mtime, and the process-wide catalog looks at most once a second: ticks can ask
+"which hooks should this snapshot run?" on every pass for nearly nothing.
 """
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,53 +23,71 @@ from archivebox.hooks.discovery import HookScript, find_hooks, find_plugins, plu
 logger = logging.getLogger(__name__)
 
 
-class PluginCatalog:
-    def __init__(self, dirs: Sequence[Path]):
-        self.dirs = list(dirs)
-        self._lock = threading.Lock()
-        self._signature: tuple = ()
-        self._plugins: dict[str, Path] = {}
-        self._hooks: dict[str, list[HookScript]] = {}
-        self._schemas: dict[str, dict[str, dict]] = {}
+# How often the process-wide catalog looks at the plugin folders again: a change to them
+# (a plugin added or removed, a hook renamed, a config.json edited) is seen within this.
+RECHECK_EVERY = 1.0
 
-    def _current(self) -> None:
-        signature = tuple(_mtime(d) for d in self.dirs)
-        plugins = self._plugins if signature == self._signature[: len(self.dirs)] else find_plugins(self.dirs)
-        signature += tuple(_mtime(p) for p in plugins.values())
-        if signature == self._signature:
-            return
+
+@dataclass(frozen=True)
+class _State:
+    """One consistent reading of the plugin folders."""
+
+    signature: tuple
+    plugins: dict[str, Path]
+    schemas: dict[str, dict[str, dict]]
+    hooks: dict[str, list[HookScript]] = field(default_factory=dict)  # filled per model on first use
+
+
+class PluginCatalog:
+    def __init__(self, dirs: Sequence[Path], recheck_every: float = 0.0):
+        self.dirs = list(dirs)
+        self.recheck_every = recheck_every
+        self._lock = threading.Lock()
+        self._state = _State((), {}, {})
+        self._next_check = float("-inf")
+
+    def _current(self) -> _State:
+        """The state of the folders, read again if one changed (looked at most every ``recheck_every`` s)."""
+        now = time.monotonic()
+        if now < self._next_check:
+            return self._state
         with self._lock:
-            self._plugins = plugins
-            self._hooks = {}
-            self._schemas = {name: plugin_config.plugin_schema(name, plugin_config.load_schema(path)) for name, path in plugins.items()}
-            self._signature = signature
+            state = self._state
+            signature = tuple(_mtime(d) for d in self.dirs)
+            plugins = state.plugins if signature == state.signature[: len(self.dirs)] else find_plugins(self.dirs)
+            signature += tuple(_mtime(p) for p in plugins.values())
+            signature += tuple(_mtime(p / "config.json") for p in plugins.values())
+            if signature != state.signature:
+                schemas = {name: plugin_config.plugin_schema(name, plugin_config.load_schema(path)) for name, path in plugins.items()}
+                state = self._state = _State(signature, plugins, schemas)
+            self._next_check = now + self.recheck_every
+            return state
 
     @property
     def plugins(self) -> dict[str, Path]:
-        self._current()
-        return self._plugins
+        return self._current().plugins
 
     def schema(self, plugin: str) -> dict[str, dict]:
-        self._current()
-        return self._schemas[plugin]
+        return self._current().schemas[plugin]
 
     def all_hooks(self, model: str) -> list[HookScript]:
-        self._current()
-        hooks = self._hooks.get(model)
+        state = self._current()
+        hooks = state.hooks.get(model)
         if hooks is None:
-            hooks = self._hooks[model] = find_hooks(self._plugins, model)
+            hooks = state.hooks[model] = find_hooks(state.plugins, model)
         return hooks
 
     def enabled_plugins(self, layers: Sequence[Mapping[str, Any]]) -> set[str]:
         allow = plugin_config.resolve_key("PLUGINS", plugin_config.GLOBAL_SCHEMA["PLUGINS"], layers)
         allowed = {p.strip().lower() for p in (allow or "").split(",") if p.strip()}
         enabled = set()
-        for name in self.plugins:
+        state = self._current()
+        for name in state.plugins:
             if allowed and name.lower() not in allowed:
                 continue
             key = plugin_config.enabled_key(name)
             try:
-                on = plugin_config.resolve_key(key, self.schema(name)[key], layers)
+                on = plugin_config.resolve_key(key, state.schemas[name][key], layers)
             except ConfigError as err:
                 # Run it anyway: its result then fails naming the bad key, and nothing else does.
                 logger.warning("%s; treating %s as enabled so that its result reports the error", err, name)
@@ -112,7 +132,7 @@ def catalog(data_dir: Path, extra_dirs: str = "") -> PluginCatalog:
     """The process-wide catalog for a data dir and ``PLUGIN_DIRS`` value."""
     dirs = tuple(plugin_dirs(data_dir, extra_dirs))
     if dirs not in _CATALOGS:
-        _CATALOGS[dirs] = PluginCatalog(dirs)
+        _CATALOGS[dirs] = PluginCatalog(dirs, recheck_every=RECHECK_EVERY)
     return _CATALOGS[dirs]
 
 

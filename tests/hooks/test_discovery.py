@@ -174,6 +174,35 @@ def test_the_catalog_notices_a_new_hook_and_a_new_plugin(tmp_path):
     assert names(cat, environ={}) == ["on_Snapshot__05_early.sh", "on_Snapshot__10_one.sh", "on_Snapshot__90_late.sh"]
 
 
+def test_the_catalog_notices_a_config_json_edited_in_place(tmp_path):
+    """Editing a file does not change its folder's mtime: the config file's own mtime counts."""
+    make_plugin(tmp_path, "one", "on_Snapshot__10_one.sh",
+                config='{"type": "object", "properties": {"ONE_ENABLED": {"type": "boolean", "default": true}}}')
+    cat = PluginCatalog([tmp_path])
+    assert names(cat, environ={}) == ["on_Snapshot__10_one.sh"]
+    folder_mtime = (tmp_path / "one").stat().st_mtime_ns
+    config = tmp_path / "one" / "config.json"
+    with open(config, "r+") as f:  # rewritten in place, as an editor saving without renaming does
+        f.write(config.read_text().replace("true", "false"))
+        f.truncate()
+    os.utime(config, ns=(3, 3))
+    os.utime(tmp_path / "one", ns=(folder_mtime, folder_mtime))
+    assert names(cat, environ={}) == []
+
+
+def test_the_process_wide_catalog_looks_at_the_folders_at_most_once_per_interval(tmp_path, monkeypatch):
+    clock = [1000.0]
+    monkeypatch.setattr(catalog_module.time, "monotonic", lambda: clock[0])
+    make_plugin(tmp_path, "one", "on_Snapshot__10_one.sh")
+    cat = PluginCatalog([tmp_path], recheck_every=catalog_module.RECHECK_EVERY)
+    assert names(cat, environ={}) == ["on_Snapshot__10_one.sh"]
+    make_plugin(tmp_path, "late", "on_Snapshot__90_late.sh")
+    os.utime(tmp_path, ns=(2, 2))
+    assert names(cat, environ={}) == ["on_Snapshot__10_one.sh"]  # not looked at again yet
+    clock[0] += catalog_module.RECHECK_EVERY
+    assert names(cat, environ={}) == ["on_Snapshot__10_one.sh", "on_Snapshot__90_late.sh"]
+
+
 def test_the_process_wide_catalog_is_keyed_by_data_dir_and_plugin_dirs(tmp_path):
     a = catalog_module.catalog(tmp_path / "d1", "")
     assert catalog_module.catalog(tmp_path / "d1", "") is a
