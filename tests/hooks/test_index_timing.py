@@ -16,9 +16,10 @@ def test_a_deferred_index_is_written_a_moment_later(monkeypatch):
     index_effects.DEBOUNCER.defer(snapshot.pk)
     index_effects.DEBOUNCER.defer(snapshot.pk)  # a second one folds into the first
     assert not target.exists()
-    wait_until(target.exists, timeout=10, message="the deferred index write")
+    page = snapshot.output_dir / "index.html"  # written right after index.json
+    wait_until(lambda: target.exists() and page.exists(), timeout=10, message="the deferred index write")
     assert json.loads(target.read_text())["url"] == "https://example.com/deferred"
-    assert (snapshot.output_dir / "index.html").exists()
+    assert "https://example.com/deferred" in page.read_text()
 
 
 def test_a_change_after_a_deferred_write_is_written_at_once(monkeypatch):
