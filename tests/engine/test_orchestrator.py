@@ -6,6 +6,7 @@ import datetime as dt
 import logging
 import threading
 import uuid
+from types import SimpleNamespace
 
 import pytest
 from django.conf import settings
@@ -326,7 +327,7 @@ def test_sleep_until_the_next_due_row_capped(make_actor, monkeypatch, due_in, ex
     cfg = config({actor.name: 1}, orchestrator_idle_poll=10.0, orchestrator_lease_ttl=60.0)
     if due_in is not None:
         make_crawls(at(due_in))
-    monkeypatch.setattr(orchestrator_module.time, "monotonic", PassClock(0.0))
+    monkeypatch.setattr(orchestrator_module, "time", SimpleNamespace(monotonic=PassClock(0.0)))  # this module's clock only
     assert Orchestrator(cfg, [actor]).run_single_cycle(now=T0) == pytest.approx(expected)
 
 
@@ -335,7 +336,7 @@ def test_the_sleep_is_measured_from_the_end_of_the_pass(make_actor, monkeypatch)
     actor = make_actor()
     cfg = config({actor.name: 1}, orchestrator_idle_poll=10.0, orchestrator_lease_ttl=60.0)
     make_crawls(at(4.0))
-    monkeypatch.setattr(orchestrator_module.time, "monotonic", PassClock(1.5))
+    monkeypatch.setattr(orchestrator_module, "time", SimpleNamespace(monotonic=PassClock(1.5)))  # this module's clock only
     assert Orchestrator(cfg, [actor]).run_single_cycle(now=T0) == pytest.approx(2.5)
 
 

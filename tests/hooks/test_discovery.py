@@ -6,6 +6,7 @@ import logging
 import os
 import random
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -192,7 +193,7 @@ def test_the_catalog_notices_a_config_json_edited_in_place(tmp_path):
 
 def test_the_process_wide_catalog_looks_at_the_folders_at_most_once_per_interval(tmp_path, monkeypatch):
     clock = [1000.0]
-    monkeypatch.setattr(catalog_module.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(catalog_module, "time", SimpleNamespace(monotonic=lambda: clock[0]))  # this module's clock only
     make_plugin(tmp_path, "one", "on_Snapshot__10_one.sh")
     cat = PluginCatalog([tmp_path], recheck_every=catalog_module.RECHECK_EVERY)
     assert names(cat, environ={}) == ["on_Snapshot__10_one.sh"]
