@@ -14,8 +14,12 @@ from archivebox.core.models.base import ObservedModel
 
 def local_machine_guid(configured: str = "") -> str:
     """A stable identity for this host: ``MACHINE_ID`` if configured, else hostname + /etc/machine-id."""
-    if configured:
-        return configured
+    return configured or _host_identity()
+
+
+@functools.lru_cache(maxsize=1)
+def _host_identity() -> str:
+    """Read once per process: it is asked on every dispatch."""
     try:
         machine_id = Path("/etc/machine-id").read_text().strip()
     except OSError:
