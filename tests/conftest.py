@@ -6,6 +6,7 @@ CLI or ``huey_consumer`` as real processes use :class:`helpers.Collection`, whic
 each test its own data dir.
 """
 
+import logging
 import os
 import signal
 import sys
@@ -59,3 +60,13 @@ def empty_tables():
     _current_machine.cache_clear()
     ticks_huey.storage.flush_queue()
     sideeffects_huey.storage.flush_queue()
+
+
+@pytest.fixture
+def engine_logs(caplog):
+    """The engine's log records (the ``archivebox`` logger does not propagate)."""
+    logger = logging.getLogger("archivebox")
+    logger.addHandler(caplog.handler)
+    caplog.set_level(logging.DEBUG, logger="archivebox")
+    yield caplog
+    logger.removeHandler(caplog.handler)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import logging
 import threading
 import uuid
 
@@ -122,13 +121,6 @@ def recorder():
     plugin_manager().unregister(plugin)
 
 
-@pytest.fixture
-def engine_logs(caplog):
-    logger = logging.getLogger("archivebox")
-    logger.addHandler(caplog.handler)
-    caplog.set_level(logging.INFO, logger="archivebox")
-    yield caplog
-    logger.removeHandler(caplog.handler)
 
 
 @pytest.fixture

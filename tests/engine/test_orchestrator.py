@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
-import uuid
 from types import SimpleNamespace
 
 import pytest
@@ -14,14 +13,13 @@ from django.db import connection
 from django.utils import timezone
 
 from archivebox.config import EngineConfig
-from archivebox.core.models import Crawl, Lease, Snapshot
+from archivebox.core.models import Crawl, Snapshot
 from archivebox.tasks import leases
 from archivebox.tasks import orchestrator as orchestrator_module
 from archivebox.tasks.orchestrator import BUSY_PAUSE, MIN_PAUSE, Orchestrator
 from archivebox.tasks.queue import huey as ticks_huey
-from archivebox.tasks.registry import ACTOR_TYPES, ActorType, Go, register
-from archivebox.tasks.ticks import run_tick, run_ticks
-from archivebox.transitions.crawl import transition_crawl_give_up, transition_crawl_queued_to_started, transition_crawl_started_to_sealed
+from archivebox.tasks.registry import ACTOR_TYPES
+from archivebox.tasks.ticks import run_ticks
 from helpers import wait_until
 
 T0 = dt.datetime(2030, 1, 1, 12, 0, tzinfo=dt.timezone.utc)
@@ -31,34 +29,10 @@ def at(seconds: float) -> dt.datetime:
     return T0 + dt.timedelta(seconds=seconds)
 
 
-def quick(crawl, *, now, config):
-    """queued -> started (due again at once) -> sealed."""
-    if crawl.status == "queued":
-        return Go(transition_crawl_queued_to_started, {"check_at": now})
-    return Go(transition_crawl_started_to_sealed)
 
 
-@pytest.fixture
-def make_actor():
-    names = []
-
-    def make(statuses=("queued", "started"), handler=quick):
-        name = f"TestCrawl{uuid.uuid4().hex[:8]}"
-        names.append(name)
-        return register(ActorType(name, Crawl, handler, transition_crawl_give_up, tuple(statuses)))
-
-    yield make
-    for name in names:
-        ACTOR_TYPES.pop(name, None)
 
 
-@pytest.fixture
-def engine_logs(caplog):
-    logger = logging.getLogger("archivebox")
-    logger.addHandler(caplog.handler)
-    caplog.set_level(logging.INFO, logger="archivebox")
-    yield caplog
-    logger.removeHandler(caplog.handler)
 
 
 def config(concurrency: dict, **overrides) -> EngineConfig:

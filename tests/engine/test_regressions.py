@@ -5,39 +5,26 @@ from __future__ import annotations
 import datetime as dt
 import signal
 import textwrap
-import uuid
 
 import pytest
 from django.conf import settings
 from django.utils import timezone
 
 from archivebox.config import ConfigError, EngineConfig
-from archivebox.core.models import Crawl, Lease, Snapshot
+from archivebox.core.models import Crawl, Snapshot
 from archivebox.lifecycle import hookimpl, plugin_manager
 from archivebox.sideeffects.queue import huey as sideeffects_huey
 from archivebox.tasks import leases
 from archivebox.tasks.orchestrator import Orchestrator
 from archivebox.tasks.queue import huey as ticks_huey
-from archivebox.tasks.registry import ACTOR_TYPES, ActorType, Go, register
+from archivebox.tasks.registry import Go
 from archivebox.tasks.ticks import run_tick, run_ticks
-from archivebox.transitions.crawl import transition_crawl_give_up, transition_crawl_queued_to_started, transition_crawl_started_to_sealed
+from archivebox.transitions.crawl import transition_crawl_queued_to_started, transition_crawl_started_to_sealed
 from archivebox.transitions.graph import GraphError, State, StateGraph
 from archivebox.transitions.snapshot import transition_snapshot_advance_step, transition_snapshot_give_up, transition_snapshot_reopen
 from helpers import Collection, wait_until
 
 
-@pytest.fixture
-def make_actor():
-    names = []
-
-    def make(handler, statuses=("queued", "started")):
-        name = f"TestCrawl{uuid.uuid4().hex[:8]}"
-        names.append(name)
-        return register(ActorType(name, Crawl, handler, transition_crawl_give_up, tuple(statuses)))
-
-    yield make
-    for name in names:
-        ACTOR_TYPES.pop(name, None)
 
 
 def engine_config(actor, **overrides) -> EngineConfig:

@@ -18,7 +18,7 @@ from archivebox.lifecycle import hookimpl, plugin_manager
 from archivebox.sideeffects.queue import huey as sideeffects_huey
 from archivebox.tasks import leases
 from archivebox.tasks.queue import huey as ticks_huey
-from archivebox.tasks.registry import ACTOR_TYPES, ActorType, Go, Wait, register
+from archivebox.tasks.registry import ActorType, Go, Wait
 from archivebox.tasks.ticks import backoff, run_tick, run_ticks
 from archivebox.transitions.actions import cancel_crawl
 from archivebox.transitions.crawl import (
@@ -28,29 +28,8 @@ from archivebox.transitions.crawl import (
 )
 
 
-@pytest.fixture
-def make_actor():
-    """Register a throw-away actor type over Crawl rows with the test's own handler."""
-    names = []
-
-    def make(handler, statuses=("queued", "started")):
-        name = f"TestCrawl{uuid.uuid4().hex[:8]}"
-        names.append(name)
-        return register(ActorType(name, Crawl, handler, transition_crawl_give_up, tuple(statuses)))
-
-    yield make
-    for name in names:
-        ACTOR_TYPES.pop(name, None)
 
 
-@pytest.fixture
-def engine_logs(caplog):
-    """Capture the engine's log records (the ``archivebox`` logger does not propagate)."""
-    logger = logging.getLogger("archivebox")
-    logger.addHandler(caplog.handler)
-    caplog.set_level(logging.DEBUG, logger="archivebox")
-    yield caplog
-    logger.removeHandler(caplog.handler)
 
 
 class TransitionCounter:

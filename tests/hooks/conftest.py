@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 
 import pytest
@@ -27,11 +26,3 @@ def no_registered_worker():
     registry._current.pop(os.getpid(), None)
 
 
-@pytest.fixture
-def engine_logs(caplog):
-    """The engine's log records (the ``archivebox`` logger does not propagate)."""
-    logger = logging.getLogger("archivebox")
-    logger.addHandler(caplog.handler)
-    caplog.set_level(logging.DEBUG, logger="archivebox")
-    yield caplog
-    logger.removeHandler(caplog.handler)
