@@ -18,7 +18,10 @@ TESTS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if TESTS_DIR not in sys.path:
     sys.path.insert(0, TESTS_DIR)
 
-import localsite  # noqa: E402
+import localsite  # noqa: E402, F401 - the conftest takes it from here
+from helpers import wait_until  # noqa: E402, F401 - re-exported for the plugin tests
+
+from archivebox.hooks.config import to_env  # noqa: E402
 
 REPO = os.path.dirname(TESTS_DIR)
 PLUGINS_DIR = os.path.join(REPO, "archivebox", "plugins")
@@ -31,21 +34,10 @@ def hook_script(plugin):
 
 
 def config_env(plugin):
-    """Env vars from the plugin's config.json defaults, encoded as the engine does."""
+    """Env vars from the plugin's config.json defaults, encoded by the engine's own encoder."""
     with open(os.path.join(PLUGINS_DIR, plugin, "config.json")) as f:
         schema = json.load(f)
-    env = {}
-    for key, prop in schema["properties"].items():
-        if "default" not in prop:
-            continue
-        value = prop["default"]
-        if isinstance(value, bool):
-            env[key] = "true" if value else "false"
-        elif isinstance(value, (list, dict)):
-            env[key] = json.dumps(value)
-        else:
-            env[key] = str(value)
-    return env
+    return to_env({key: prop["default"] for key, prop in schema["properties"].items() if "default" in prop})
 
 
 @dataclass
@@ -170,15 +162,3 @@ def check_hook_contract(run):
     for url in urls:
         assert url.startswith(("http://", "https://")), url
         assert "#" not in url, url
-
-
-def wait_until(predicate, timeout=10.0, interval=0.02, message="condition"):
-    """Poll ``predicate`` until it is truthy or ``timeout`` passes (then fail)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {message}")
-        time.sleep(interval)
