@@ -31,13 +31,10 @@ import threading
 import time
 from pathlib import Path
 
+from benchlib import percentile  # noqa: E402 - bench/ is the script folder, first on sys.path
+
 HERE = Path(__file__).resolve()
 VENV_BIN = Path(sys.executable).parent
-
-
-def percentile(values: list[float], pct: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
 
 
 # In the child: a bench actor type over Crawl rows whose tick is claim + read + one CAS write.

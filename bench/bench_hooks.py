@@ -28,16 +28,13 @@ from pathlib import Path
 
 import psutil
 
+from benchlib import percentile  # noqa: E402 - bench/ is the script folder, first on sys.path
+
 VENV_BIN = Path(sys.executable).parent
 
 SH_HOOK = '#!/bin/sh\necho \'{"type":"ArchiveResult","status":"succeeded","output_str":"ok"}\'\n'
 PY_HOOK = 'import json\nprint(json.dumps({"type": "ArchiveResult", "status": "succeeded", "output_str": "ok"}))\n'
 BG_HOOK = "#!/bin/sh\nsleep 600\n"
-
-
-def percentile(values: list[float], pct: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
 
 
 def parse_time(value: str) -> float:

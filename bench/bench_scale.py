@@ -38,14 +38,11 @@ sys.path.insert(0, str(REPO / "tests" / "scale"))
 
 from servers import PostgresServer, RedisServer  # noqa: E402
 
+from benchlib import percentile  # noqa: E402 - bench/ is the script folder, first on sys.path
+
 logger = logging.getLogger("bench_scale")
 
 BENCH_ACTOR = "BenchCrawl"
-
-
-def percentile(values: list[float], pct: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
 
 
 # In the children: Django on the bench collection, and the bench actor type ---------------------
