@@ -200,14 +200,11 @@ def running_hang(coll) -> dict | None:
     return dict(rows[0]) if (folder / "ready").exists() else None
 
 
-# Both with Python hooks as plain subprocesses and as forks of the fork server.
-WITH_AND_WITHOUT_FORKSERVER = pytest.mark.parametrize("forkserver", ["false", "true"])
-
-
-@WITH_AND_WITHOUT_FORKSERVER
-def test_a_sigkilled_sideeffects_consumer_leaves_a_hook_that_the_next_consumer_kills_on_start(tmp_path, forkserver):
+# With the fork server, the start-up sweep is covered by test_regressions.py
+# (test_with_the_fork_server_a_sigkilled_consumers_hook_daemon_is_killed_too).
+def test_a_sigkilled_sideeffects_consumer_leaves_a_hook_that_the_next_consumer_kills_on_start(tmp_path):
     # no periodic sweep during the test: only the new consumer's start-up sweep can act
-    coll = collection(tmp_path, "h_hang", H_HANG_TIMEOUT="120", HOOK_MAX_ATTEMPTS="1", SWEEP_INTERVAL="600", FORKSERVER=forkserver)
+    coll = collection(tmp_path, "h_hang", H_HANG_TIMEOUT="120", HOOK_MAX_ATTEMPTS="1", SWEEP_INTERVAL="600", FORKSERVER="false")
     coll.cli("add", "--bg", "https://example.com/orphan")
     coll.start_consumer("tasks", 2)
     first = coll.start_consumer("sideeffects", 4)
@@ -239,7 +236,7 @@ def test_a_sigkilled_sideeffects_consumer_leaves_a_hook_that_the_next_consumer_k
         coll.stop_all(signal.SIGINT)
 
 
-@WITH_AND_WITHOUT_FORKSERVER
+@pytest.mark.parametrize("forkserver", ["false", "true"])  # Python hooks as plain subprocesses, then as forks
 def test_a_running_consumer_sweeps_periodically_what_a_dead_one_left(tmp_path, forkserver):
     coll = collection(tmp_path, "h_hang", H_HANG_TIMEOUT="120", HOOK_MAX_ATTEMPTS="1", SWEEP_INTERVAL="1", FORKSERVER=forkserver)
     coll.cli("add", "--bg", "https://example.com/periodic")
