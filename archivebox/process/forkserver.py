@@ -11,6 +11,11 @@ use; each hook run is a ``fork()`` of it that keeps the subprocess contract exac
 * its exit code (``SystemExit``, an uncaught exception = 1, a signal = minus its number),
   reported back to the caller, who owns the Process row.
 
+The server compiles each script once (again when the file changes) and the child runs
+that code object as ``__main__``, as ``python script.py`` would: ``runpy.run_path`` in each
+child cost about 2 ms of CPU per hook run (it probes the path as a zip file and a
+package, then reads and compiles the script).
+
 The server is single-threaded (forking a multi-threaded process is unsafe): it
 multiplexes its listening socket, client connections and a SIGCHLD self-pipe in one
 ``select`` loop. The protocol, one JSON line each way per connection:
@@ -31,6 +36,7 @@ import signal
 import socket
 import sys
 import traceback
+import types
 
 PRELOAD = (
     "json", "re", "time", "signal", "hashlib", "html", "html.parser", "urllib.parse", "urllib.request",
@@ -62,8 +68,46 @@ def preload(plugins_dir: str | None) -> None:
                 sys.path.remove(plugins_dir)
 
 
-def run_child(request: dict) -> None:
-    """In the forked child: become the hook. Never returns."""
+class ScriptCache:
+    """Compiled hook scripts, keyed by path and checked against the file's identity on
+    every use, so an edited script is read again."""
+
+    def __init__(self):
+        self._codes: dict[str, tuple[tuple, types.CodeType]] = {}
+
+    def get(self, path: str) -> types.CodeType | None:
+        """The script's code, or None (not an absolute path, unreadable, or not valid
+        Python): the child then runs it through ``runpy``, which reports the error."""
+        if not os.path.isabs(path):
+            return None
+        try:
+            stat = os.stat(path)
+            identity = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+            cached = self._codes.get(path)
+            if cached is not None and cached[0] == identity:
+                return cached[1]
+            with open(path, "rb") as script:
+                code = compile(script.read(), path, "exec", dont_inherit=True)
+        except (OSError, SyntaxError, ValueError):
+            return None
+        self._codes[path] = (identity, code)
+        return code
+
+
+def run_script(path: str, code: types.CodeType | None) -> None:
+    """Run the script as ``__main__``, with the globals ``python path`` gives it."""
+    if code is None:
+        runpy.run_path(path, run_name="__main__")
+        return
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=path, __cached__=None, __loader__=None, __package__=None, __spec__=None)
+    sys.modules["__main__"] = main
+    exec(code, main.__dict__)  # noqa: S102 - the hook script itself, as the interpreter would run it
+
+
+def run_child(request: dict, script: types.CodeType | None = None) -> None:
+    """In the forked child: become the hook (``script``: its code, compiled by the server).
+    Never returns."""
     code = 1
     try:
         os.setsid()
@@ -92,7 +136,7 @@ def run_child(request: dict) -> None:
         argv = request["argv"]
         sys.argv = list(argv)
         try:
-            runpy.run_path(argv[0], run_name="__main__")
+            run_script(argv[0], script)
             code = 0
         except SystemExit as exit_:
             code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
@@ -122,6 +166,7 @@ class Server:
         signal.signal(signal.SIGTERM, self.stop)
         self.parent = os.getppid()
         self.running = True
+        self.scripts = ScriptCache()
 
     def on_child(self, *_):
         try:
@@ -177,14 +222,15 @@ class Server:
         self.clients.pop(client, None)
         try:
             request = json.loads(line)
+            script = self.scripts.get(request["argv"][0])
             pid = os.fork()
-        except (ValueError, OSError) as err:
+        except (ValueError, KeyError, IndexError, TypeError, OSError) as err:
             self.send(client, {"error": f"{type(err).__name__}: {err}"})
             client.close()
             return
         if pid == 0:
             self.listener.close()
-            run_child(request)
+            run_child(request, script)
         self.children[pid] = client
         self.send(client, {"pid": pid})
 
