@@ -7,7 +7,6 @@ import logging
 
 from django.conf import settings
 from django.db import connection
-from django.utils import timezone
 
 from archivebox.core.models import ArchiveResult, Crawl, Snapshot
 from archivebox.hooks.catalog import catalog, layers

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from functools import partial
 
 from django.conf import settings
-from django.db.models import QuerySet
 
 from archivebox.config import ConfigError, EngineConfig
 from archivebox.core.models import SNAPSHOTS_STEP, ArchiveResult, Crawl, Process, Snapshot

@@ -19,7 +19,6 @@ import os
 import random
 import socket
 import time
-import uuid
 from dataclasses import dataclass
 
 from django.conf import settings

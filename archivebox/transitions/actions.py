@@ -14,7 +14,7 @@ import logging
 from django.conf import settings
 from django.utils import timezone
 
-from archivebox.core.models import ArchiveResult, Crawl, Snapshot
+from archivebox.core.models import Crawl, Snapshot
 from archivebox.sideeffects.wake import wake_rows
 from archivebox.tasks import actor_types, registry  # noqa: F401 - actions dispatch through the registered actor types
 from archivebox.tasks.dispatch import kick

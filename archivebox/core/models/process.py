@@ -1,7 +1,6 @@
 """A Process row for every subprocess and every long-running worker the project starts."""
 
 from django.db import models
-from django.db.models import Q
 
 from archivebox.core.models.base import StatefulModel, due_index, lifecycle_constraints, status_field, uuid7
 from archivebox.transitions.graphs import ProcessGraph
