@@ -22,7 +22,6 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
-from django.utils import timezone
 
 from archivebox.broker import shutting_down
 from archivebox.config import ConfigError
@@ -34,6 +33,7 @@ from archivebox.hooks.discovery import HookScript
 from archivebox.hooks.output import HookReport, Outlink, read_report
 from archivebox.process import forkclient, runner
 from archivebox.process.registry import current_worker
+from archivebox.process.threadpool import ThreadPool
 from archivebox.sideeffects.crawl import create_snapshots
 from archivebox.sideeffects.queue import sideeffect
 from archivebox.sideeffects.results import owner_layers
@@ -259,36 +259,26 @@ def persistently(write: Callable[[], None], label: str, patience: float = RECORD
 
 
 class Supervisors:
-    """The hook-supervising threads of this process, so the worker can wait for them on stop."""
+    """The hook-supervising threads of this process (pooled: a thread and its database
+    connection serve one hook after another), so the worker can wait for them on stop."""
 
     def __init__(self):
-        self._lock = threading.Lock()
-        self._threads: set[threading.Thread] = set()
+        self._pool = ThreadPool("hook")
 
     def start(self, job: Supervised) -> None:
-        thread = threading.Thread(target=self._run, args=(job,), name=f"hook {job.row.label}", daemon=True)
-        with self._lock:
-            self._threads.add(thread)
-        thread.start()
+        self._pool.submit(lambda: self._run(job))
 
-    def _run(self, job: Supervised) -> None:
+    @staticmethod
+    def _run(job: Supervised) -> None:
+        threading.current_thread().name = f"hook {job.row.label}"
         try:
             supervise(job)
         except Exception:
             logger.exception("supervising %s failed; its result will retry when its deadline passes", job.row.label)
-        finally:
-            connection.close()  # this thread's own connection; it would stay open until collected
-            with self._lock:
-                self._threads.discard(threading.current_thread())
 
     def join(self, timeout: float) -> int:
         """Wait (up to ``timeout``) for every supervised hook to end; returns how many are left."""
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            threads = list(self._threads)
-        for thread in threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        return sum(thread.is_alive() for thread in threads)
+        return self._pool.join(timeout)
 
 
 SUPERVISORS = Supervisors()

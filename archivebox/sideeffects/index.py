@@ -22,9 +22,10 @@ import time
 from pathlib import Path
 
 from django.conf import settings
-from django.db import DatabaseError, connections
+from django.db import DatabaseError
 
 from archivebox.core.models import ArchiveResult, Snapshot, Tag
+from archivebox.process.threadpool import ThreadPool, Timers
 from archivebox.sideeffects.queue import sideeffect
 from archivebox.tasks import rowsql
 
@@ -162,9 +163,7 @@ class Debouncer:
         self._start_timer(snapshot_id)
 
     def _start_timer(self, snapshot_id) -> None:
-        timer = threading.Timer(DEBOUNCE, self._trailing_write, args=(snapshot_id,))
-        timer.daemon = True
-        timer.start()
+        TIMERS.call_later(DEBOUNCE, self._trailing_write, snapshot_id)
 
     def _trailing_write(self, snapshot_id) -> None:
         """The trailing write of a burst, in this process (the write at seal covers a crash)."""
@@ -177,8 +176,6 @@ class Debouncer:
             write_now(snapshot_id)
         except (OSError, DatabaseError):
             logger.exception("index of snapshot %s: trailing write failed", snapshot_id)
-        finally:
-            connections.close_all()
 
     def forget(self, snapshot_id) -> None:
         with self._lock:
@@ -186,6 +183,7 @@ class Debouncer:
             self._pending.discard(snapshot_id)
 
 
+TIMERS = Timers(ThreadPool("index"))
 DEBOUNCER = Debouncer()
 
 

@@ -1,0 +1,92 @@
+"""Pooled threads: a job never waits behind another, threads (and their database
+connections) are reused, idle threads end, and delayed calls share one waiting thread."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from django.db import connection
+
+from archivebox.core.models import Tag
+from archivebox.process.threadpool import ThreadPool, Timers
+from helpers import wait_until
+
+
+def run_and_wait(pool: ThreadPool, job) -> None:
+    done = threading.Event()
+
+    def wrapped():
+        try:
+            job()
+        finally:
+            done.set()
+
+    pool.submit(wrapped)
+    assert done.wait(10)
+    wait_until(lambda: pool.busy() == 0, timeout=10, message="job counted as done")
+
+
+def test_a_job_runs_at_once_even_while_others_block():
+    pool = ThreadPool("test")
+    release = threading.Event()
+    started = []
+    for index in range(5):
+        pool.submit(lambda index=index: (started.append(index), release.wait(10)))
+    wait_until(lambda: len(started) == 5, timeout=10, message="five blocking jobs running at once")
+    assert pool.busy() == 5
+    assert pool.join(0.05) == 5
+    release.set()
+    assert pool.join(10) == 0
+
+
+def test_a_thread_and_its_database_connection_serve_job_after_job():
+    pool = ThreadPool("test")
+    seen = []
+
+    def job():
+        Tag.objects.filter(name="x").exists()
+        seen.append((threading.get_ident(), id(connection.connection)))
+
+    for _ in range(3):
+        run_and_wait(pool, job)
+    assert len(set(seen)) == 1, seen
+
+
+def test_a_failing_job_is_logged_and_the_thread_keeps_serving(caplog):
+    pool = ThreadPool("test")
+    threads = []
+
+    def boom():
+        threads.append(threading.get_ident())
+        raise RuntimeError("boom")
+
+    run_and_wait(pool, boom)
+    run_and_wait(pool, lambda: threads.append(threading.get_ident()))
+    assert threads[0] == threads[1]
+    assert "test: a job failed" in caplog.text and "RuntimeError: boom" in caplog.text
+
+
+def test_an_idle_thread_ends_and_closes_its_connection():
+    pool = ThreadPool("test", idle=0.2)
+    threads = []
+
+    def job():
+        Tag.objects.filter(name="x").exists()
+        threads.append(threading.current_thread())
+
+    run_and_wait(pool, job)
+    wait_until(lambda: not threads[0].is_alive(), timeout=10, message="the idle thread ended")
+    run_and_wait(pool, job)
+    assert threads[1] is not threads[0]
+
+
+def test_delayed_calls_run_in_order_of_their_due_time():
+    timers = Timers(ThreadPool("test"))
+    calls = []
+    started = time.monotonic()
+    timers.call_later(0.3, calls.append, "late")
+    timers.call_later(0.1, calls.append, "early")
+    wait_until(lambda: len(calls) == 2, timeout=10, message="both delayed calls ran")
+    assert calls == ["early", "late"]
+    assert time.monotonic() - started >= 0.3
