@@ -2,11 +2,11 @@
 
 Both are written atomically (to a temp file, then renamed), so a reader sees the old file
 or the new one, never half of one. They are rewritten whenever the snapshot changes: when
-it starts, when one of its results finishes, and when it is sealed. Writes for the same
-snapshot less than ``DEBOUNCE`` seconds apart are folded into one trailing write, so a
-snapshot whose hooks finish in a burst is indexed a few times, not once per hook (the
-trailing write runs in a timer thread of the same process; the write at seal, which
-always happens, covers a process that dies first).
+it starts or one of its results finishes, ``DEBOUNCE`` seconds later (the changes of that
+window fold into one write), and at once when it is sealed. So a snapshot whose hooks
+finish in a burst is indexed a few times, not once per hook, and one done within
+``DEBOUNCE`` once (the trailing writes run in a pooled thread of the same process; the
+write at seal, which always happens, covers a process that dies first).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import mimetypes
 import os
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 from django.conf import settings
@@ -134,35 +133,20 @@ def write_now(snapshot_id) -> None:
 
 
 class Debouncer:
-    """At most one write per snapshot per ``DEBOUNCE`` seconds in this process, plus a trailing one."""
+    """Index writes of a running snapshot trail its changes by ``DEBOUNCE`` seconds, and
+    the changes of that window fold into one write; the write at seal (final) is at once
+    and cancels the pending one. A snapshot done within ``DEBOUNCE`` is written once."""
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._last: dict = {}
         self._pending: set = set()
 
-    def should_write(self, snapshot_id) -> bool:
-        now = time.monotonic()
-        with self._lock:
-            if now - self._last.get(snapshot_id, float("-inf")) >= DEBOUNCE:
-                self._last[snapshot_id] = now
-                self._pending.discard(snapshot_id)
-                return True
-            if snapshot_id in self._pending:
-                return False
-            self._pending.add(snapshot_id)
-        self._start_timer(snapshot_id)
-        return False
-
     def defer(self, snapshot_id) -> None:
-        """Write in ``DEBOUNCE`` seconds, unless another write comes first."""
+        """Write in ``DEBOUNCE`` seconds, unless a write is pending already."""
         with self._lock:
             if snapshot_id in self._pending:
                 return
             self._pending.add(snapshot_id)
-        self._start_timer(snapshot_id)
-
-    def _start_timer(self, snapshot_id) -> None:
         TIMERS.call_later(DEBOUNCE, self._trailing_write, snapshot_id)
 
     def _trailing_write(self, snapshot_id) -> None:
@@ -171,7 +155,6 @@ class Debouncer:
             if snapshot_id not in self._pending:
                 return  # the final write came first
             self._pending.discard(snapshot_id)
-            self._last[snapshot_id] = time.monotonic()
         try:
             write_now(snapshot_id)
         except (OSError, DatabaseError):
@@ -179,7 +162,6 @@ class Debouncer:
 
     def forget(self, snapshot_id) -> None:
         with self._lock:
-            self._last.pop(snapshot_id, None)
             self._pending.discard(snapshot_id)
 
 
@@ -189,9 +171,8 @@ DEBOUNCER = Debouncer()
 
 @sideeffect
 def write_index(snapshot_id) -> None:
-    """The snapshot changed: rewrite its index now, or fold this into a write a moment later."""
-    if DEBOUNCER.should_write(snapshot_id):
-        write_now(snapshot_id)
+    """The snapshot changed: rewrite its index a moment later, with whatever else changes meanwhile."""
+    DEBOUNCER.defer(snapshot_id)
 
 
 @sideeffect

@@ -1,4 +1,5 @@
-"""When a snapshot's index files are written: at once on a change, a moment later at its start."""
+"""When a snapshot's index files are written: a moment after a change (changes meanwhile fold
+into that write), and at once when it is sealed."""
 
 from __future__ import annotations
 
@@ -22,10 +23,30 @@ def test_a_deferred_index_is_written_a_moment_later(monkeypatch):
     assert "https://example.com/deferred" in page.read_text()
 
 
-def test_a_change_after_a_deferred_write_is_written_at_once(monkeypatch):
-    monkeypatch.setattr(index_effects, "DEBOUNCE", 30)
+def test_changes_fold_into_one_write_a_moment_later(monkeypatch):
+    monkeypatch.setattr(index_effects, "DEBOUNCE", 0.3)
     snapshot = make_snapshot("https://example.com/changed")
-    index_effects.DEBOUNCER.defer(snapshot.pk)
-    index_effects.write_index.run(snapshot.pk)  # e.g. a result finished: no waiting for the deferred write
-    assert (snapshot.output_dir / "index.json").exists()
-    index_effects.DEBOUNCER.forget(snapshot.pk)
+    target = snapshot.output_dir / "index.json"
+    for _ in range(3):  # e.g. three results finished
+        index_effects.write_index.run(snapshot.pk)
+    assert not target.exists()
+    wait_until(target.exists, timeout=10, message="the trailing index write")
+    first = target.stat().st_ino
+    ran = []
+    index_effects.TIMERS.call_later(0.6, ran.append, True)  # past any second write the changes could have caused
+    wait_until(lambda: ran, timeout=10, message="a moment past the debounce")
+    assert target.stat().st_ino == first  # one write for the three changes
+
+
+def test_the_write_at_seal_is_at_once_and_cancels_the_pending_one(monkeypatch):
+    monkeypatch.setattr(index_effects, "DEBOUNCE", 0.3)
+    snapshot = make_snapshot("https://example.com/sealed")
+    target = snapshot.output_dir / "index.json"
+    index_effects.write_index.run(snapshot.pk)
+    index_effects.write_final_index.run(snapshot.pk)
+    assert target.exists()
+    written = target.stat().st_ino
+    ran = []
+    index_effects.TIMERS.call_later(0.6, ran.append, True)  # runs after the cancelled write would have
+    wait_until(lambda: ran, timeout=10, message="a moment past the debounce")
+    assert target.stat().st_ino == written
