@@ -12,7 +12,7 @@ from archivebox.sideeffects import index as index_effects
 from archivebox.sideeffects.crawl import activate
 from archivebox.sideeffects.queue import sideeffect
 from archivebox.sideeffects.results import create_results
-from archivebox.sideeffects.wake import wake_rows
+from archivebox.sideeffects.wake import dispatch_now, wake_rows
 from archivebox.tasks import rowsql
 
 logger = logging.getLogger(__name__)
@@ -25,10 +25,16 @@ def snapshot_started(snapshot_id) -> None:
     if snapshot is None or snapshot.status != "started":
         return
     snapshot.output_dir.mkdir(parents=True, exist_ok=True)
-    create_results(snapshot.crawl, snapshot, timezone.now())
-    due = list(snapshot.results.filter(status="queued", step__lte=snapshot.current_step).values_list("pk", "background"))
-    wake_rows(ArchiveResult, [pk for pk, _ in due])
-    if all(background for _, background in due):
+    now = timezone.now()
+    create_results(snapshot.crawl, snapshot, now)
+    due = [(pk, background, retry_at) for pk, background, retry_at, status, step
+           in rowsql.values(ArchiveResult, ("id", "background", "retry_at", "status", "step"), {"snapshot": snapshot.pk})
+           if status == "queued" and step <= snapshot.current_step]
+    # The results just created are due already: they only need dispatching. Older ones (this
+    # side effect running again) may be parked and need waking first.
+    dispatch_now(ArchiveResult, [pk for pk, _, retry_at in due if retry_at is not None and retry_at <= now])
+    wake_rows(ArchiveResult, [pk for pk, _, retry_at in due if retry_at is None or retry_at > now])
+    if all(background for _, background, _ in due):
         # No foreground hook of this step will wake the snapshot when it is done (there is
         # none): it must look at its steps now, not at its next check.
         wake_rows(Snapshot, [snapshot.pk])

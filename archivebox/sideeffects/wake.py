@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from archivebox.core.models import ArchiveResult, Process
 from archivebox.sideeffects.queue import sideeffect
-from archivebox.tasks import leases, registry, rowsql
+from archivebox.tasks import registry, rowsql
 from archivebox.tasks.dispatch import kick
 
 logger = logging.getLogger(__name__)
@@ -39,10 +39,14 @@ def wake_rows(model, pks: Iterable) -> int:
     woken = 0
     for start in range(0, len(pks), CHUNK):
         woken += rowsql.wake(model, pks[start:start + CHUNK], timezone.now())
-    actor = registry.get(model.__name__)
-    if not leases.busy_slots(actor.name, timezone.now()):
-        kick(actor, pks, settings.ENGINE)
+    dispatch_now(model, pks)
     return woken
+
+
+def dispatch_now(model, pks: list) -> None:
+    """Dispatch rows that are due at once, unless a batch of their actor type is running
+    (it passes its slot on to them when it finishes)."""
+    kick(registry.get(model.__name__), pks, settings.ENGINE, unless_busy=True)
 
 
 @sideeffect

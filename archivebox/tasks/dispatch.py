@@ -78,16 +78,20 @@ def dispatch_due(actor: ActorType, config: EngineConfig, now: dt.datetime) -> Di
     return Dispatched(True, dispatched)
 
 
-def kick(actor: ActorType, rows: Iterable, config: EngineConfig) -> int:
+def kick(actor: ActorType, rows: Iterable, config: EngineConfig, unless_busy: bool = False) -> int:
     """Dispatch rows that were just made due, if a slot is free; otherwise a finishing batch
-    or the orchestrator picks them up. ``rows`` are ids or ``(id, retry_at)`` pairs."""
+    or the orchestrator picks them up. ``rows`` are ids or ``(id, retry_at)`` pairs. With
+    ``unless_busy``, only when no batch of the actor type runs (its hand-over takes them)."""
     pks = [row[0] if isinstance(row, tuple) else row for row in rows]
     limit = limit_of(actor, config)
     if not pks or limit <= 0:
         return 0
     now = timezone.now()
+    free, busy = leases.slot_states(actor.name, limit, now)
+    if unless_busy and busy:
+        return 0
     dispatched = 0
-    for slot in leases.free_slots(actor.name, limit, now):
+    for slot in free:
         holder = new_holder()
         if not leases.take_slot(slot, holder, now, config.slot_ttl, machine_id(config)):
             continue

@@ -74,33 +74,34 @@ def _at(value: dt.datetime | None):
 
 # The slot operations below run on every dispatch and every batch: raw SQL, one statement each.
 
-def free_slots(actor: str, limit: int, now: dt.datetime) -> list[str]:
-    """The actor's slots (of its first ``limit``) that nobody holds, or whose holder let them expire."""
-    keys = slot_keys(actor, limit)
-    marks = ", ".join(["%s"] * len(keys))
+def slot_states(actor: str, limit: int, now: dt.datetime) -> tuple[list[str], int]:
+    """One read of the actor's slots: those of its first ``limit`` that nobody holds (or
+    whose holder let them expire), and how many of all its slots are held."""
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT key, expires_at FROM {Lease._meta.db_table} WHERE key IN ({marks})", keys)
-        rows = {key: expires for key, expires in cursor.fetchall()}
-    if len(rows) < limit:
+        cursor.execute(f"SELECT key, expires_at, holder FROM {Lease._meta.db_table} WHERE actor = %s", [actor])
+        rows = {key: (expires, holder) for key, expires, holder in cursor.fetchall()}
+    keys = slot_keys(actor, limit)
+    if any(key not in rows for key in keys):
         ensure_slots(actor, limit)
-        return free_slots(actor, limit, now)
+        return slot_states(actor, limit, now)
     now_db = _at(now)
     field = Lease._meta.get_field("expires_at")
-    expired = [key for key in keys if rows[key] is None or _as_db(field, rows[key]) < now_db]
-    return expired
+
+    def held(expires) -> bool:
+        return expires is not None and _as_db(field, expires) >= now_db
+
+    busy = sum(1 for expires, holder in rows.values() if holder and held(expires))
+    return [key for key in keys if not held(rows[key][0])], busy
+
+
+def free_slots(actor: str, limit: int, now: dt.datetime) -> list[str]:
+    """The actor's slots (of its first ``limit``) that nobody holds, or whose holder let them expire."""
+    return slot_states(actor, limit, now)[0]
 
 
 def _as_db(field, value):
     """A datetime read back raw, in the form ``_at`` produces (to compare like with like)."""
     return value if isinstance(value, str) else _at(value)
-
-
-def busy_slots(actor: str, now: dt.datetime) -> int:
-    """How many of the actor's slots are held (a wake checks this on every call)."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT COUNT(*) FROM {Lease._meta.db_table} WHERE actor = %s AND expires_at >= %s AND holder <> ''",
-                       [actor, _at(now)])
-        return cursor.fetchone()[0]
 
 
 def take_slot(key: str, holder: str, now: dt.datetime, ttl: float, machine_id: int | None = None) -> bool:

@@ -107,7 +107,7 @@ def test_racing_acquires_of_a_new_lease_have_one_winner():
 def test_slots_start_free():
     assert leases.free_slots("Actor", 3, T0) == ["slot:Actor:0", "slot:Actor:1", "slot:Actor:2"]
     assert Lease.objects.filter(actor="Actor").count() == 3
-    assert leases.busy_slots("Actor", T0) == 0
+    assert leases.slot_states("Actor", 3, T0) == (["slot:Actor:0", "slot:Actor:1", "slot:Actor:2"], 0)
 
 
 def test_take_slot_on_a_free_slot_and_refuse_a_busy_one():
@@ -116,7 +116,7 @@ def test_take_slot_on_a_free_slot_and_refuse_a_busy_one():
 
     assert leases.take_slot(key, "h1", T0, TTL)
     assert leases.free_slots("Actor", 2, at(1)) == ["slot:Actor:1"]
-    assert leases.busy_slots("Actor", at(1)) == 1
+    assert leases.slot_states("Actor", 2, at(1)) == (["slot:Actor:1"], 1)
 
     assert not leases.take_slot(key, "h2", at(1), TTL)
     assert (lease(key).holder, lease(key).expires_at) == ("h1", at(TTL))

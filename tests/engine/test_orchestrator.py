@@ -70,7 +70,7 @@ def test_dispatches_the_earliest_due_rows_up_to_the_concurrency_limit(make_actor
         (actor.name, [c.pk], token, leases.slot_key(actor.name, i)) for i, c in enumerate(by_age[:2])]
     # The dispatched rows are claimed (their retry_at is the batch token); the others are still due.
     assert set(Crawl.objects.filter(retry_at=token).values_list("pk", flat=True)) == {c.pk for c in by_age[:2]}
-    assert leases.busy_slots(actor.name, T0) == 2
+    assert leases.slot_states(actor.name, 1, T0)[1] == 2
 
 
 def test_a_batch_takes_up_to_tick_batch_rows(make_actor):
@@ -158,7 +158,7 @@ def test_driving_the_loop_finishes_every_row_within_the_limit(make_actor):
     for _ in range(40):
         orchestrator.run_single_cycle()
         while ticks_huey.storage.queue_size():
-            most_busy = max(most_busy, leases.busy_slots(actor.name, timezone.now()))
+            most_busy = max(most_busy, leases.slot_states(actor.name, 1, timezone.now())[1])
             name, pks, token, slot, holder = ticks_huey.dequeue().args
             ticks_run += len(run_ticks(ACTOR_TYPES[name], pks, token, cfg, slot=slot, holder=holder))
         if not Crawl.objects.filter(retry_at__isnull=False).exists():
@@ -167,7 +167,7 @@ def test_driving_the_loop_finishes_every_row_within_the_limit(make_actor):
     assert set(Crawl.objects.values_list("status", flat=True)) == {"sealed"}
     assert most_busy == 2
     assert ticks_run >= 2 * len(crawls)
-    assert leases.busy_slots(actor.name, timezone.now()) == 0
+    assert leases.slot_states(actor.name, 1, timezone.now())[1] == 0
 
 
 # The orchestrator lease --------------------------------------------------------------
