@@ -9,6 +9,7 @@ its OS process by PID *and* start time, so a reused PID is never mistaken for it
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import os
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import psutil
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from archivebox.core.models import Machine, Process
@@ -67,7 +68,9 @@ def create(*, kind: str, cmd: Sequence[str], pwd: Path | str, env: Mapping[str, 
     if key is None:
         return Process.objects.create(**defaults), True
     try:
-        with transaction.atomic():
+        # A failed INSERT in autocommit mode leaves nothing to roll back; inside a caller's
+        # transaction a savepoint keeps that transaction usable.
+        with transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext():
             return Process.objects.create(key=key, **defaults), True
     except IntegrityError:
         return Process.objects.get(key=key), False
