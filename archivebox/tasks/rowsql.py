@@ -193,15 +193,37 @@ def load(model, pks) -> dict:
 
 
 def attach(objects: list, *relations: str) -> None:
-    """Load the foreign keys ``relations`` of ``objects`` with one statement per relation,
-    and set them on the objects (what prefetch_related does, without its overhead)."""
-    for name in relations:
-        field = type(objects[0])._meta.get_field(name)
-        targets = load(field.related_model, (getattr(obj, field.attname) for obj in objects if getattr(obj, field.attname) is not None))
-        for obj in objects:
-            target = targets.get(getattr(obj, field.attname))
-            if target is not None:
-                setattr(obj, name, target)
+    """Load the foreign keys ``relations`` of ``objects`` in one statement (a LEFT JOIN per
+    relation) and set them on the objects (what select_related does, without building a
+    QuerySet). A related model's ``lazy_fields`` (bulky columns its readers here do not
+    need, such as a crawl's list of seed URLs) stay deferred: reading one loads it then."""
+    if not objects or not relations:
+        return
+    model = type(objects[0])
+    table, pk_column = model._meta.db_table, model._meta.pk.column
+    joins, columns, parts = [], [], []
+    for index, name in enumerate(relations):
+        field = model._meta.get_field(name)
+        related = field.related_model
+        fields = [f for f in _fields(related) if f.name not in getattr(related, "lazy_fields", ())]
+        alias = f"r{index}"
+        joins.append(f"LEFT JOIN {related._meta.db_table} {alias} ON {alias}.{related._meta.pk.column} = base.{field.column}")
+        columns += [f"{alias}.{f.column}" for f in fields]
+        parts.append((name, related, fields))
+    by_pk = {obj.pk: obj for obj in objects}
+    sql = (f"SELECT base.{pk_column}, {', '.join(columns)} FROM {table} base {' '.join(joins)} "
+           f"WHERE base.{pk_column} IN ({', '.join(['%s'] * len(by_pk))})")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [db_pk(model, pk) for pk in by_pk])
+        rows = cursor.fetchall()
+    for row in rows:
+        obj = by_pk.get(_convert(model, [model._meta.pk], row[:1])[0])
+        start = 1
+        for name, related, fields in parts:
+            values = row[start:start + len(fields)]
+            start += len(fields)
+            if obj is not None and values[fields.index(related._meta.pk)] is not None:
+                setattr(obj, name, _instance(related, fields, values))
 
 
 _CONVERTERS: dict = {}

@@ -12,6 +12,9 @@ SNAPSHOTS_STEP = 10
 
 class Crawl(StatefulModel):
     graph = CrawlGraph
+    # Not loaded with the crawl of a snapshot or result (rowsql.attach): it can hold
+    # megabytes of URLs that only the crawl's own start reads.
+    lazy_fields = ("urls",)
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     status = status_field(CrawlGraph)
