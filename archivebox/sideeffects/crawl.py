@@ -12,6 +12,7 @@ from archivebox.core.urlcheck import is_valid_url
 from archivebox.sideeffects.queue import sideeffect
 from archivebox.sideeffects.results import create_results, results_of
 from archivebox.sideeffects.wake import parked, wake_rows
+from archivebox.tasks import rowsql
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +52,9 @@ def create_snapshots(crawl: Crawl, urls: list[str], depth: int, parent_id=None) 
 def activate(crawl_id, max_active: int) -> int:
     """Wake parked snapshots of the crawl while fewer than ``max_active`` snapshots are in flight."""
     now = timezone.now()
-    in_flight = Snapshot.objects.filter(status="started").count() + Snapshot.objects.filter(status="queued", retry_at__lte=now).count()
+    # Due queued snapshots are few (their start is on its way): count them by the due index,
+    # not by the status index, which would walk every parked one.
+    in_flight = Snapshot.objects.filter(status="started").count() + rowsql.count_due(Snapshot, ("queued",), now)
     room = max_active - in_flight
     if room <= 0:
         return 0

@@ -58,6 +58,15 @@ def any_due(model, statuses, now: dt.datetime) -> bool:
         return cursor.fetchone() is not None
 
 
+def count_due(model, statuses, now: dt.datetime) -> int:
+    """How many rows of these statuses are due (walking only the due rows)."""
+    sql = (f"SELECT COUNT(*) FROM {model._meta.db_table}{_by_due_index(model)} WHERE retry_at <= %s "
+           f"AND status IN ({', '.join(['%s'] * len(statuses))})")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [db_datetime(now), *statuses])
+        return cursor.fetchone()[0]
+
+
 def next_due(model, statuses, now: dt.datetime) -> dt.datetime | None:
     """The earliest future ``retry_at`` among rows of these statuses."""
     sql = (f"SELECT retry_at FROM {model._meta.db_table}{_by_due_index(model)} WHERE retry_at > %s "

@@ -32,7 +32,9 @@ class Snapshot(StatefulModel):
             models.UniqueConstraint(fields=["crawl", "url"], name="snapshot_unique_url_per_crawl"),
             models.CheckConstraint(condition=models.Q(current_step__lte=9), name="snapshot_step_0_9"),
         ]
-        indexes = [due_index("snapshot"), models.Index(fields=["crawl", "status"], name="snapshot_crawl_status")]
+        # snapshot_parked: a crawl's parked snapshots in the order they are let in (activate),
+        # read a few at a time however many are parked.
+        indexes = [due_index("snapshot"), models.Index(fields=["crawl", "status", "depth", "created_at"], name="snapshot_parked")]
 
     def __str__(self) -> str:
         return self.url
