@@ -4,8 +4,9 @@ Hook supervisors and trailing index writes each need a thread of their own for a
 (a supervised hook may run for hours). A new thread per job also meant a new database
 connection per job: on SQLite about 0.6 ms of CPU to open and set up, paid on the path
 of every hook run. A :class:`ThreadPool` hands each job to an idle thread at once, or
-starts a thread when none is idle (it never queues a job behind another); a thread that
-stays idle for ``idle`` seconds closes its connections and ends.
+starts a thread when none is idle; with a ``limit``, jobs beyond it wait their turn (in
+order) for a thread to finish. A thread that stays idle for ``idle`` seconds closes its
+connections and ends.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import heapq
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 
 from django.db import connections
@@ -34,17 +36,21 @@ class _Thread:
 
 
 class ThreadPool:
-    def __init__(self, name: str, idle: float = IDLE):
+    def __init__(self, name: str, idle: float = IDLE, limit: int | None = None):
         self.name = name
         self.idle = idle
+        self.limit = limit
         self._lock = threading.Lock()
         self._done = threading.Condition(self._lock)
         self._idle: list[_Thread] = []
+        self._backlog: deque[Callable[[], None]] = deque()
         self._busy = 0
+        self._alive = 0
         self._started = 0
 
-    def submit(self, job: Callable[[], None], label: str = "") -> None:
-        """Run ``job()`` in a pooled thread now; its exceptions are logged, never raised here."""
+    def submit(self, job: Callable[[], None]) -> None:
+        """Run ``job()`` in a pooled thread (now, unless ``limit`` threads are busy); its
+        exceptions are logged, never raised here."""
         with self._lock:
             self._busy += 1
             if self._idle:
@@ -52,6 +58,10 @@ class ThreadPool:
                 thread.job = job
                 thread.ready.set()
                 return
+            if self.limit is not None and self._alive >= self.limit:
+                self._backlog.append(job)
+                return
+            self._alive += 1
             self._started += 1
             number = self._started
         pooled = _Thread(job)
@@ -60,16 +70,17 @@ class ThreadPool:
         except BaseException:
             with self._lock:
                 self._busy -= 1
+                self._alive -= 1
                 self._done.notify_all()
             raise
 
     def busy(self) -> int:
-        """How many jobs are running."""
+        """How many jobs are running or waiting their turn."""
         with self._lock:
             return self._busy
 
     def join(self, timeout: float) -> int:
-        """Wait (up to ``timeout``) until no job runs; returns how many still do."""
+        """Wait (up to ``timeout``) until no job runs or waits; returns how many are left."""
         deadline = time.monotonic() + timeout
         with self._lock:
             while self._busy and (remaining := deadline - time.monotonic()) > 0:
@@ -82,7 +93,7 @@ class ThreadPool:
                 job, pooled.job = pooled.job, None
                 try:
                     job()
-                except Exception:
+                except BaseException:  # a job must not end the thread (it would stay listed as idle)
                     logger.exception("%s: a job failed", self.name)
                 finally:
                     for conn in connections.all(initialized_only=True):
@@ -90,11 +101,17 @@ class ThreadPool:
                     with self._lock:
                         self._busy -= 1
                         self._done.notify_all()
-                        self._idle.append(pooled)
+                        if self._backlog:
+                            pooled.job = self._backlog.popleft()
+                        else:
+                            self._idle.append(pooled)
+                if pooled.job is not None:
+                    continue
                 if not pooled.ready.wait(self.idle):
                     with self._lock:
                         if pooled in self._idle:  # nobody handed it a job meanwhile: end
                             self._idle.remove(pooled)
+                            self._alive -= 1
                             return
                     pooled.ready.wait()  # a job was handed over just as the wait ended
                 pooled.ready.clear()

@@ -10,7 +10,6 @@ whose next tick turns the outcome into a transition.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import sys
@@ -45,24 +44,6 @@ logger = logging.getLogger(__name__)
 # How long a supervisor keeps trying to record a hook's outcome while the database is away.
 RECORD_PATIENCE = 60.0
 INTERPRETERS = {"py": [sys.executable, "-I"], "sh": ["sh"], "js": ["node"]}
-
-
-class HookSlots:
-    """Bounds the foreground hooks running at once in this process (HOOK_CONCURRENCY)."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._semaphore: threading.BoundedSemaphore | None = None
-
-    def get(self) -> threading.BoundedSemaphore:
-        with self._lock:
-            if self._semaphore is None:
-                size = settings.ENGINE.hook_concurrency or 2 * (os.cpu_count() or 1)
-                self._semaphore = threading.BoundedSemaphore(size)
-            return self._semaphore
-
-
-HOOK_SLOTS = HookSlots()
 
 
 def hook_command(hook: HookScript, *, url: str | None, snapshot_id, crawl_id, depth: int) -> list[str]:
@@ -210,25 +191,23 @@ class Supervised:
 
 
 def supervise(job: Supervised) -> None:
-    """Launch the hook (a foreground one once a HOOK_CONCURRENCY slot is free), wait for it,
-    record what it reported, and wake its ArchiveResult.
+    """Launch the hook, wait for it, record what it reported, and wake its ArchiveResult.
 
-    Runs in a thread of its own, not in a pool worker: a background hook may live for
-    hours, and a pool worker must stay free for other side effects.
+    Runs in a pooled thread, not in a pool worker: a background hook may live for hours,
+    and a pool worker must stay free for other side effects.
     """
-    with contextlib.nullcontext() if job.background else HOOK_SLOTS.get():
-        if shutting_down.is_set():
-            runner.close_unlaunched(job.row, "worker shutting down before the hook started")
-            wake_rows(ArchiveResult, [job.result_id])
-            return
-        try:
-            running = runner.launch(job.row, job.env, spawner=job.spawner)
-        except OSError as err:
-            runner.close_unlaunched(job.row, f"could not start: {err}", permanent=True)
-            wake_rows(ArchiveResult, [job.result_id])
-            return
-        exit_code, reason = runner.wait(running, job.timeout, lambda: stop_reason(job.result_id, job.attempt),
-                                        grace=settings.ENGINE.hook_kill_grace)
+    if shutting_down.is_set():
+        runner.close_unlaunched(job.row, "worker shutting down before the hook started")
+        wake_rows(ArchiveResult, [job.result_id])
+        return
+    try:
+        running = runner.launch(job.row, job.env, spawner=job.spawner)
+    except OSError as err:
+        runner.close_unlaunched(job.row, f"could not start: {err}", permanent=True)
+        wake_rows(ArchiveResult, [job.result_id])
+        return
+    exit_code, reason = runner.wait(running, job.timeout, lambda: stop_reason(job.result_id, job.attempt),
+                                    grace=settings.ENGINE.hook_kill_grace)
 
     def record() -> None:  # every step is idempotent, so a retry after a lost connection repeats them
         report = _read(job.row, job.pwd, job.snapshot, job.crawl, job.wanted)
@@ -259,14 +238,28 @@ def persistently(write: Callable[[], None], label: str, patience: float = RECORD
 
 
 class Supervisors:
-    """The hook-supervising threads of this process (pooled: a thread and its database
-    connection serve one hook after another), so the worker can wait for them on stop."""
+    """The threads supervising this process's hooks, so the worker can wait for them on stop.
+
+    Foreground hooks take turns in HOOK_CONCURRENCY threads (a hook waits for a free one);
+    background hooks each get a thread at once. The threads, and their database
+    connections, serve one hook after another.
+    """
 
     def __init__(self):
-        self._pool = ThreadPool("hook")
+        self._lock = threading.Lock()
+        self._foreground: ThreadPool | None = None
+        self._background = ThreadPool("hook-bg")
 
     def start(self, job: Supervised) -> None:
-        self._pool.submit(lambda: self._run(job))
+        pool = self._background if job.background else self._foreground_pool()
+        pool.submit(lambda: self._run(job))
+
+    def _foreground_pool(self) -> ThreadPool:
+        with self._lock:
+            if self._foreground is None:
+                size = settings.ENGINE.hook_concurrency or 2 * (os.cpu_count() or 1)
+                self._foreground = ThreadPool("hook", limit=size)
+            return self._foreground
 
     @staticmethod
     def _run(job: Supervised) -> None:
@@ -278,7 +271,11 @@ class Supervisors:
 
     def join(self, timeout: float) -> int:
         """Wait (up to ``timeout``) for every supervised hook to end; returns how many are left."""
-        return self._pool.join(timeout)
+        deadline = time.monotonic() + timeout
+        left = self._background.join(timeout)
+        if self._foreground is not None:
+            left += self._foreground.join(max(0.0, deadline - time.monotonic()))
+        return left
 
 
 SUPERVISORS = Supervisors()

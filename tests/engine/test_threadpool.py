@@ -90,3 +90,26 @@ def test_delayed_calls_run_in_order_of_their_due_time():
     wait_until(lambda: len(calls) == 2, timeout=10, message="both delayed calls ran")
     assert calls == ["early", "late"]
     assert time.monotonic() - started >= 0.3
+
+
+def test_with_a_limit_jobs_beyond_it_wait_their_turn_in_order():
+    pool = ThreadPool("limited", limit=2)
+    release = threading.Event()
+    running, finished = [], []
+    lock = threading.Lock()
+
+    def job(index):
+        with lock:
+            running.append(index)
+        release.wait(10)
+        with lock:
+            finished.append(index)
+
+    for index in range(5):
+        pool.submit(lambda index=index: job(index))
+    wait_until(lambda: len(running) == 2, timeout=10, message="two jobs running")
+    assert pool.join(0.1) == 5 and running == [0, 1]  # the other three wait, counted as busy
+    release.set()
+    assert pool.join(10) == 0
+    assert running == [0, 1, 2, 3, 4] and sorted(finished) == [0, 1, 2, 3, 4]
+    assert len({thread.name for thread in threading.enumerate() if thread.name.startswith("limited-")}) == 2
