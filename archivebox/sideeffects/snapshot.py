@@ -21,9 +21,10 @@ logger = logging.getLogger(__name__)
 @sideeffect
 def snapshot_started(snapshot_id) -> None:
     """Make the snapshot's folder, create one result per enabled hook, start step 0."""
-    snapshot = Snapshot.objects.select_related("crawl").filter(pk=snapshot_id).first()
+    snapshot = rowsql.load(Snapshot, [snapshot_id]).get(snapshot_id)
     if snapshot is None or snapshot.status != "started":
         return
+    rowsql.attach([snapshot], "crawl")
     snapshot.output_dir.mkdir(parents=True, exist_ok=True)
     now = timezone.now()
     create_results(snapshot.crawl, snapshot, now)
