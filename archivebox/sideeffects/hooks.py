@@ -32,7 +32,7 @@ from archivebox.hooks.discovery import HookScript
 from archivebox.hooks.output import HookReport, Outlink, read_report
 from archivebox.process import forkclient, runner
 from archivebox.process.registry import current_worker
-from archivebox.process.threadpool import ThreadPool
+from archivebox.process.threadpool import IDLE, ThreadPool
 from archivebox.sideeffects.crawl import create_snapshots
 from archivebox.sideeffects.queue import sideeffect
 from archivebox.sideeffects.results import owner_layers
@@ -245,10 +245,11 @@ class Supervisors:
     connections, serve one hook after another.
     """
 
-    def __init__(self):
+    def __init__(self, idle: float = IDLE):
         self._lock = threading.Lock()
+        self._idle = idle
         self._foreground: ThreadPool | None = None
-        self._background = ThreadPool("hook-bg")
+        self._background = ThreadPool("hook-bg", idle=idle)
 
     def start(self, job: Supervised) -> None:
         pool = self._background if job.background else self._foreground_pool()
@@ -258,7 +259,7 @@ class Supervisors:
         with self._lock:
             if self._foreground is None:
                 size = settings.ENGINE.hook_concurrency or 2 * (os.cpu_count() or 1)
-                self._foreground = ThreadPool("hook", limit=size)
+                self._foreground = ThreadPool("hook", idle=self._idle, limit=size)
             return self._foreground
 
     @staticmethod

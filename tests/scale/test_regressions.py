@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import signal
+import threading
 from types import SimpleNamespace
 
 import psutil
@@ -118,19 +119,26 @@ def test_a_postgres_restart_does_not_leave_a_hook_running_past_its_timeout(tmp_p
     assert f"hook-end https://example.com/slow {hook['pid']} " not in audit
 
 
-def test_a_hook_supervisor_thread_closes_its_database_connection(monkeypatch):
-    """A hook's supervisor thread closes its own connection when it ends (on Postgres each one held a server connection)."""
+@pytest.mark.parametrize("background", [False, True])
+def test_a_hook_supervisor_thread_closes_its_database_connection(monkeypatch, background):
+    """A hook's supervisor thread closes its own connection when it ends (on Postgres each one
+    held a server connection). Pooled, a thread keeps it for the next hook and ends (closing
+    it) once idle."""
     used = []
 
     def query_and_remember(job):
         Crawl.objects.exists()  # opens this thread's connection, as every supervised hook does
-        used.append(connections["default"])
+        used.append((threading.current_thread(), connections["default"]))
 
     monkeypatch.setattr(hook_effects, "supervise", query_and_remember)
-    hook_effects.SUPERVISORS.start(SimpleNamespace(row=SimpleNamespace(label="probe")))
-    assert hook_effects.SUPERVISORS.join(30) == 0
-    [wrapper] = used
-    assert wrapper.connection is None  # closed when its thread ended
+    supervisors = hook_effects.Supervisors(idle=0.2)
+    for _ in range(2):
+        supervisors.start(SimpleNamespace(row=SimpleNamespace(label="probe"), background=background))
+        assert supervisors.join(30) == 0
+    (first_thread, first), (second_thread, second) = used
+    assert second_thread is first_thread and second is first  # the second hook reused both
+    wait_until(lambda: not first_thread.is_alive(), timeout=10, message="the idle thread to end")
+    assert first.connection is None  # closed when its thread ended
 
 
 def test_the_orchestrator_wakes_when_the_next_row_is_due():
