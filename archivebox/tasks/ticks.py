@@ -197,6 +197,9 @@ def hand_over(actor: ActorType, slot: str, holder: str | None, config: EngineCon
     if slot not in leases.slot_keys(actor.name, limit_of(actor, config)):
         leases.release_slot(slot, holder)  # the limit was lowered: retire this slot
         return False
+    if not rowsql.any_due(actor.model, actor.statuses, now):
+        leases.release_slot(slot, holder)  # a read first: nothing to pass the slot to (the usual case)
+        return False
     if not leases.renew_slot(slot, holder, now, config.slot_ttl):
         return False  # it expired and another dispatcher took it
     token = now + dt.timedelta(seconds=config.slot_ttl)

@@ -14,7 +14,7 @@ from archivebox.config import ConfigError, EngineConfig
 from archivebox.core.models import Crawl, Snapshot
 from archivebox.lifecycle import hookimpl, plugin_manager
 from archivebox.sideeffects.queue import huey as sideeffects_huey
-from archivebox.tasks import leases
+from archivebox.tasks import leases, ticks
 from archivebox.tasks.orchestrator import Orchestrator
 from archivebox.tasks.queue import huey as ticks_huey
 from archivebox.tasks.registry import Go
@@ -207,3 +207,21 @@ def test_the_hand_over_uses_the_ticks_own_time(make_actor):
 def test_non_finite_numbers_are_config_errors(tmp_path, raw):
     with pytest.raises(ConfigError, match="MAX_TICK_TIME"):
         EngineConfig.from_env({"MAX_TICK_TIME": raw}, data_dir=tmp_path)
+
+
+def test_a_finished_batch_with_nothing_due_frees_its_slot_with_one_write(make_actor):
+    """A finished batch renewed its slot, claimed nothing and released it: three writes after
+    nearly every tick. Now it reads first and, with nothing due, only releases."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    actor = make_actor()
+    config = engine_config(actor)
+    now = timezone.now()
+    [slot] = leases.free_slots(actor.name, 1, now)
+    assert leases.take_slot(slot, "holder", now, config.slot_ttl)
+    with CaptureQueriesContext(connection) as queries:
+        assert not ticks.hand_over(actor, slot, "holder", config, now)
+    writes = [q["sql"] for q in queries.captured_queries if q["sql"].lstrip().upper().startswith(("UPDATE", "INSERT", "DELETE"))]
+    assert len(writes) == 1 and "holder = ''" in writes[0], writes
+    assert leases.free_slots(actor.name, 1, now) == [slot]
