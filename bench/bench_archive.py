@@ -10,7 +10,7 @@ figures:
   peak rss    the largest total resident memory of archivebox's process tree at any
               moment, sampled every 20 ms (the HTTP server is not counted)
 
-Usage:  .venv/bin/python bench/bench_archive.py [--pages 100] [--rounds 3] [--plugins ...]
+Usage:  .venv/bin/python bench/bench_archive.py [--pages 100] [--rounds 3] [--plugins ...] [--dir PATH]
 Reference (measured on this 2-core machine): ArchiveBox 0.9.73, same five plugins,
 100 local URLs: 104.9 s wall, about 1.8 CPU-seconds per URL, about 970 MB resident.
 Prints figures; it asserts nothing.
@@ -25,7 +25,6 @@ import resource
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -35,6 +34,7 @@ import psutil
 HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parent.parent / "tests"))
 
+from benchlib import Scratch, add_dir_option  # noqa: E402 - bench/ is the script folder, first on sys.path
 from localsite import generate_site, serve_site  # noqa: E402
 
 VENV_BIN = Path(sys.executable).parent
@@ -52,54 +52,54 @@ def tree_rss(root: psutil.Process) -> int:
     return total
 
 
-def one_round(pages: int, plugins: str, env_extra: dict) -> dict:
-    with tempfile.TemporaryDirectory(prefix="abx-archive-") as tmp:
-        site_root, data_dir = Path(tmp) / "site", Path(tmp) / "data"
-        site_root.mkdir()
-        data_dir.mkdir()
-        with serve_site(site_root) as base_url:
-            info = generate_site(site_root, pages=pages, base_url=base_url)
-            urls = [page.url for page in info.pages][:pages]
-            listing = data_dir / "urls.txt"
-            listing.write_text("\n".join(urls) + "\n")
-            env = {**os.environ, "DATA_DIR": str(data_dir), "PLUGINS": plugins, **env_extra}
-            subprocess.run([str(VENV_BIN / "archivebox"), "init", "-q"], env=env, check=True)
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            started = time.perf_counter()
-            proc = subprocess.Popen([str(VENV_BIN / "archivebox"), "add", "--file", str(listing)], env=env,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            peak, engine_cpu, root = 0, 0.0, psutil.Process(proc.pid)
-            stop = threading.Event()
+def one_round(scratch: Scratch, pages: int, plugins: str, env_extra: dict) -> dict:
+    tmp = scratch.new("round")
+    site_root, data_dir = tmp / "site", tmp / "data"
+    site_root.mkdir()
+    data_dir.mkdir()
+    with serve_site(site_root) as base_url:
+        info = generate_site(site_root, pages=pages, base_url=base_url)
+        urls = [page.url for page in info.pages][:pages]
+        listing = data_dir / "urls.txt"
+        listing.write_text("\n".join(urls) + "\n")
+        env = {**os.environ, "DATA_DIR": str(data_dir), "PLUGINS": plugins, **env_extra}
+        subprocess.run([str(VENV_BIN / "archivebox"), "init", "-q"], env=env, check=True)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.perf_counter()
+        proc = subprocess.Popen([str(VENV_BIN / "archivebox"), "add", "--file", str(listing)], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        peak, engine_cpu, root = 0, 0.0, psutil.Process(proc.pid)
+        stop = threading.Event()
 
-            def sample() -> None:
-                nonlocal peak, engine_cpu
-                while not stop.is_set():
-                    try:
-                        peak = max(peak, tree_rss(root))
-                        times = root.cpu_times()
-                        engine_cpu = times.user + times.system
-                    except psutil.Error:
-                        pass
-                    stop.wait(0.02)
+        def sample() -> None:
+            nonlocal peak, engine_cpu
+            while not stop.is_set():
+                try:
+                    peak = max(peak, tree_rss(root))
+                    times = root.cpu_times()
+                    engine_cpu = times.user + times.system
+                except psutil.Error:
+                    pass
+                stop.wait(0.02)
 
-            sampler = threading.Thread(target=sample, daemon=True)
-            sampler.start()
-            out, err = proc.communicate()
-            wall = time.perf_counter() - started
-            stop.set()
-            sampler.join()
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            if proc.returncode != 0:
-                raise SystemExit(f"archivebox add failed ({proc.returncode}):\n{out}\n{err[-3000:]}")
-            listed = subprocess.run([str(VENV_BIN / "archivebox"), "list", "--json"], env=env, capture_output=True, text=True, check=True)
-            snapshots = [json.loads(line) for line in listed.stdout.splitlines() if line.strip()]
-            results = [r for s in snapshots for r in s["results"]]
-            cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-            return {
-                "wall": wall, "cpu": cpu, "engine_cpu": engine_cpu, "rss_mb": peak / 2**20, "snapshots": len(snapshots),
-                "sealed": sum(s["status"] == "sealed" for s in snapshots),
-                "results": {status: sum(r["status"] == status for r in results) for status in {r["status"] for r in results}},
-            }
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        out, err = proc.communicate()
+        wall = time.perf_counter() - started
+        stop.set()
+        sampler.join()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if proc.returncode != 0:
+            raise SystemExit(f"archivebox add failed ({proc.returncode}):\n{out}\n{err[-3000:]}")
+        listed = subprocess.run([str(VENV_BIN / "archivebox"), "list", "--json"], env=env, capture_output=True, text=True, check=True)
+        snapshots = [json.loads(line) for line in listed.stdout.splitlines() if line.strip()]
+        results = [r for s in snapshots for r in s["results"]]
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        return {
+            "wall": wall, "cpu": cpu, "engine_cpu": engine_cpu, "rss_mb": peak / 2**20, "snapshots": len(snapshots),
+            "sealed": sum(s["status"] == "sealed" for s in snapshots),
+            "results": {status: sum(r["status"] == status for r in results) for status in {r["status"] for r in results}},
+        }
 
 
 def main() -> None:
@@ -107,8 +107,10 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--plugins", default=PLUGINS)
+    add_dir_option(parser)
     args = parser.parse_args()
-    rounds = [one_round(args.pages, args.plugins, {}) for _ in range(args.rounds)]
+    with Scratch(args.dir, prefix="abx-archive-") as scratch:
+        rounds = [one_round(scratch, args.pages, args.plugins, {}) for _ in range(args.rounds)]
     wall = statistics.median(r["wall"] for r in rounds)
     cpu = statistics.median(r["cpu"] for r in rounds)
     rss = statistics.median(r["rss_mb"] for r in rounds)
