@@ -193,6 +193,10 @@ class Server:
                 if sock is self.listener:
                     client, _ = self.listener.accept()
                     self.clients[client] = b""
+                    # The client sends its request right after connecting: read it now if it
+                    # is there (one pass through select less), else when select says so.
+                    client.setblocking(False)
+                    self.read_request(client)
                 elif sock == self.wake_r:
                     os.read(self.wake_r, 4096)
                 else:
@@ -208,6 +212,8 @@ class Server:
     def read_request(self, client: socket.socket) -> None:
         try:
             chunk = client.recv(65536)
+        except BlockingIOError:
+            return  # nothing yet: select reports it when it comes
         except OSError:
             chunk = b""
         if not chunk:
