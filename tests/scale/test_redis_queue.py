@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime
-import logging
 import os
 import signal
 import subprocess
@@ -19,17 +18,7 @@ from archivebox.broker.huey_ext import RedisOutage, ResilientRedisStorage
 from helpers import Collection
 
 
-@pytest.fixture
-def broker_logs(caplog):
-    """The engine's log records (the ``archivebox`` logger does not propagate)."""
-    logger = logging.getLogger("archivebox")
-    logger.addHandler(caplog.handler)
-    caplog.set_level(logging.DEBUG, logger="archivebox")
-    yield caplog
-    logger.removeHandler(caplog.handler)
-
-
-def test_a_consumer_waits_out_a_redis_outage(tmp_path, private_redis, broker_logs):
+def test_a_consumer_waits_out_a_redis_outage(tmp_path, private_redis, engine_logs):
     huey = build_huey("ticks", tmp_path, private_redis.url)
     storage = huey.storage
     assert isinstance(storage, ResilientRedisStorage)
@@ -44,13 +33,13 @@ def test_a_consumer_waits_out_a_redis_outage(tmp_path, private_redis, broker_log
     assert storage.read_schedule(datetime.datetime.now(datetime.timezone.utc)) == []
     with pytest.raises(RedisConnectionError):
         storage.enqueue(b"lost")  # a sender must know its message was not sent
-    warnings = [r.getMessage() for r in broker_logs.records if "Redis is unreachable" in r.getMessage()]
+    warnings = [r.getMessage() for r in engine_logs.records if "Redis is unreachable" in r.getMessage()]
     assert len(warnings) == 1  # one line per outage, not a traceback per poll
 
     private_redis.start()
     storage.enqueue(b"after")
     assert storage.dequeue() == b"after"
-    assert any("Redis is reachable again" in r.getMessage() for r in broker_logs.records)
+    assert any("Redis is reachable again" in r.getMessage() for r in engine_logs.records)
 
 
 def test_shutdown_cuts_the_outage_wait_short(tmp_path, private_redis):

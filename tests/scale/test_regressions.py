@@ -91,13 +91,20 @@ def exited(pid: int) -> bool:
         return True
 
 
+def restart_postgres_while_a_hook_runs(collection, private_pg) -> dict:
+    """Wait for the hook to run, restart Postgres (SIGQUIT: no clean shutdown), wait for the
+    hook to exit; returns the hook's Process row."""
+    hook = wait_until(lambda: running_hook(collection), timeout=60, interval=0.02, message="the hook to run")
+    private_pg.restart(signal.SIGQUIT)
+    wait_until(lambda: exited(hook["pid"]), timeout=30, message="the hook to exit")
+    return hook
+
+
 def test_a_postgres_restart_during_a_hook_does_not_lose_its_outcome(tmp_path, private_pg, redis_url):
     """A Postgres restart while a hook runs: its supervisor keeps waiting and records the exit on a new connection."""
     collection = scaleaudit_collection(tmp_path, private_pg.create_database(), redis_url, SCALEAUDIT_SECONDS="2", TIMEOUT="20")
     try:
-        hook = wait_until(lambda: running_hook(collection), timeout=60, interval=0.02, message="the hook to run")
-        private_pg.restart(signal.SIGQUIT)
-        wait_until(lambda: exited(hook["pid"]), timeout=30, message="the hook to exit")
+        hook = restart_postgres_while_a_hook_runs(collection, private_pg)
         recorded = lambda: collection.query("SELECT status, exit_code FROM core_process WHERE id = %s", (hook["id"],))  # noqa: E731
         wait_until(lambda: recorded() == [{"status": "exited", "exit_code": 0}], timeout=10,
                    message="its waiter to record the exit (the deadline is 50 s away)")
@@ -109,9 +116,7 @@ def test_a_postgres_restart_does_not_leave_a_hook_running_past_its_timeout(tmp_p
     """A Postgres restart while a hook runs does not leave it unsupervised: its timeout still stops it."""
     collection = scaleaudit_collection(tmp_path, private_pg.create_database(), redis_url, SCALEAUDIT_SECONDS="5", TIMEOUT="2")
     try:
-        hook = wait_until(lambda: running_hook(collection), timeout=60, interval=0.02, message="the hook to run")
-        private_pg.restart(signal.SIGQUIT)
-        wait_until(lambda: exited(hook["pid"]), timeout=30, message="the hook to exit")
+        hook = restart_postgres_while_a_hook_runs(collection, private_pg)
     finally:
         collection.stop_all(signal.SIGINT)
     audit = (collection.root / "hook-audit.log").read_text()
