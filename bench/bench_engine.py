@@ -10,8 +10,10 @@ Figures are printed; nothing is asserted.
   scan        one orchestrator pass with 1,000,000 finished rows and 10,000 due rows, and
               its memory with 10,000 vs 100,000 due rows.
   add         `archivebox add --bg --file` of 100,000 URLs: wall time and peak RSS.
+  pacing      letting the next parked snapshots of a crawl in (once per finished snapshot,
+              SNAPSHOT_MAX_ACTIVE) with 100,000 parked and 200,000 sealed snapshots.
 
-Usage:  .venv/bin/python bench/bench_engine.py [throughput|latency|scan|add|all] [--workers 4]
+Usage:  .venv/bin/python bench/bench_engine.py [throughput|latency|scan|add|pacing|all] [--workers 4]
 Set REDIS_URL to run throughput/latency on Redis instead of the SQLite queues.
 """
 
@@ -245,6 +247,32 @@ def child_scan(finished: int, due: int) -> dict:
             "peak_kib_10k_due": peak_small // 1024, "peak_kib_100k_due": peak_large // 1024}
 
 
+def child_pacing(parked: int, sealed: int, calls: int = 50) -> dict:
+    setup_child(concurrency=1)
+    from django.utils import timezone  # noqa: PLC0415
+
+    from archivebox.core.models import Crawl, Snapshot  # noqa: PLC0415
+    from archivebox.sideeffects import crawl as crawl_effects  # noqa: PLC0415
+
+    later = timezone.now() + dt.timedelta(hours=1)
+    done = Crawl.objects.create(urls="https://example.com/", status="sealed", retry_at=None)
+    crawl = Crawl.objects.create(urls="https://example.com/", status="started", retry_at=later)
+    started = time.perf_counter()
+    Snapshot.objects.bulk_create([Snapshot(crawl=done, url=f"https://example.com/sealed/{n}", status="sealed", retry_at=None)
+                                  for n in range(sealed)], batch_size=5000)
+    Snapshot.objects.bulk_create([Snapshot(crawl=crawl, url=f"https://example.com/parked/{n}", retry_at=later)
+                                  for n in range(parked)], batch_size=5000)
+    setup_seconds = time.perf_counter() - started
+    timings = []
+    for _ in range(calls):
+        Snapshot.objects.filter(crawl=crawl, status="queued", retry_at__lt=later).update(status="sealed", retry_at=None)
+        started = time.perf_counter()
+        crawl_effects.activate(crawl.pk, 4)  # four let in each time, as when snapshots finish
+        timings.append(time.perf_counter() - started)
+    return {"parked": parked, "sealed": sealed, "insert_seconds": round(setup_seconds, 1),
+            "activate_p50_ms": round(percentile(timings, 50) * 1000, 2), "activate_p99_ms": round(percentile(timings, 99) * 1000, 2)}
+
+
 def run_child(name: str, *args: str, env: dict | None = None) -> dict:
     with tempfile.TemporaryDirectory(prefix="abx-bench-") as data_dir:
         proc = subprocess.run([sys.executable, str(HERE), "--child", name, *args], capture_output=True, text=True,
@@ -281,7 +309,7 @@ def bench_add(urls: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("what", nargs="?", default="all", choices=["throughput", "latency", "scan", "add", "all"])
+    parser.add_argument("what", nargs="?", default="all", choices=["throughput", "latency", "scan", "add", "pacing", "all"])
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--tasks", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=3)
@@ -296,6 +324,9 @@ def main() -> None:
         return
     if args.child == "scan":
         print(json.dumps(child_scan(1_000_000, 10_000)))
+        return
+    if args.child == "pacing":
+        print(json.dumps(child_pacing(100_000, 200_000)))
         return
     backend = "redis" if os.environ.get("REDIS_URL") else "sqlite"
     if args.what in ("throughput", "all"):
@@ -312,6 +343,10 @@ def main() -> None:
     if args.what in ("scan", "all"):
         result = run_child("scan")
         print(f"scan: {json.dumps(result)}")
+    if args.what in ("pacing", "all"):
+        result = run_child("pacing")
+        print(f"pacing: letting 4 parked snapshots in, with {result['parked']} parked and {result['sealed']} sealed: "
+              f"p50 {result['activate_p50_ms']} ms, p99 {result['activate_p99_ms']} ms")
     if args.what in ("add", "all"):
         result = bench_add(100_000)
         print(f"add: {result['urls']} URLs in {result['seconds']} s, peak RSS {result['peak_rss_mb']} MB; "
