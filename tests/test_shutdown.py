@@ -73,3 +73,27 @@ def test_a_second_signal_exits_at_once_and_leaves_no_hook_behind(tmp_path):
     process = collection.query("SELECT status, reason FROM core_process WHERE id=?", (hook["id"],))[0]
     assert process["status"] == "exited" and process["reason"] == "killed: its worker stopped at once"
     collection.stop_all(signal.SIGINT)
+
+
+def test_hooks_waiting_for_a_hook_thread_at_shutdown_are_closed_and_run_after_a_restart(tmp_path):
+    """With HOOK_CONCURRENCY=1 a second foreground hook waits for the one hook thread; a
+    graceful stop closes it unlaunched (nothing lost), and a restart runs it."""
+    collection = Collection(tmp_path / "data", plugins="sleepy",
+                            extra_env={**FAST, "HOOK_KILL_GRACE": "2", "HOOK_CONCURRENCY": "1", "SNAPSHOT_MAX_ACTIVE": "4"}).init()
+    collection.cli("add", "--bg", "https://example.com/slow/1", "https://example.com/slow/2")
+    ticks = collection.start_consumer("tasks", 2)
+    effects = collection.start_consumer("sideeffects", 2, env={"SLEEPY_SECONDS": "60"})
+    wait_until(lambda: running_hook(collection), timeout=30, message="the first hook to run")
+    wait_until(lambda: collection.query("SELECT id FROM core_process WHERE kind='hook' AND status='queued'"),
+               timeout=30, message="the second hook waiting for the hook thread")
+
+    os.killpg(effects.pid, signal.SIGTERM)
+    assert effects.wait(timeout=15) == 0
+    reasons = sorted(row["reason"] for row in collection.query("SELECT reason FROM core_process WHERE kind='hook'"))
+    assert reasons == ["worker shutting down", "worker shutting down before the hook started"]
+
+    collection.start_consumer("sideeffects", 2, env={"SLEEPY_SECONDS": "0.1"})
+    wait_until(lambda: collection.counts("crawl") == {"sealed": 1}, timeout=60, message="the crawl sealed after a restart")
+    assert sorted(tuple(r) for r in collection.query("SELECT status, attempts FROM core_archiveresult")) == [("succeeded", 2)] * 2
+    os.killpg(ticks.pid, signal.SIGINT)
+    assert ticks.wait(timeout=15) == 0
