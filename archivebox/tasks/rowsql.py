@@ -49,31 +49,29 @@ def dispatch_claim(model, statuses, now: dt.datetime, token: dt.datetime, limit:
     return [pk_field.to_python(row[0]) for row in rows]
 
 
-def any_due(model, statuses, now: dt.datetime) -> bool:
-    """Is any row of these statuses due?"""
-    sql = (f"SELECT 1 FROM {model._meta.db_table}{_by_due_index(model)} WHERE retry_at <= %s "
-           f"AND status IN ({', '.join(['%s'] * len(statuses))}) LIMIT 1")
+def _by_retry_at(model, select: str, comparison: str, statuses, now: dt.datetime, tail: str = ""):
+    """``SELECT select`` over rows of these statuses whose retry_at compares to ``now``,
+    walking the due index; the first row fetched (or None)."""
+    sql = (f"SELECT {select} FROM {model._meta.db_table}{_by_due_index(model)} WHERE retry_at {comparison} %s "
+           f"AND status IN ({', '.join(['%s'] * len(statuses))}){tail}")
     with connection.cursor() as cursor:
         cursor.execute(sql, [db_datetime(now), *statuses])
-        return cursor.fetchone() is not None
+        return cursor.fetchone()
+
+
+def any_due(model, statuses, now: dt.datetime) -> bool:
+    """Is any row of these statuses due?"""
+    return _by_retry_at(model, "1", "<=", statuses, now, " LIMIT 1") is not None
 
 
 def count_due(model, statuses, now: dt.datetime) -> int:
     """How many rows of these statuses are due (walking only the due rows)."""
-    sql = (f"SELECT COUNT(*) FROM {model._meta.db_table}{_by_due_index(model)} WHERE retry_at <= %s "
-           f"AND status IN ({', '.join(['%s'] * len(statuses))})")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [db_datetime(now), *statuses])
-        return cursor.fetchone()[0]
+    return _by_retry_at(model, "COUNT(*)", "<=", statuses, now)[0]
 
 
 def next_due(model, statuses, now: dt.datetime) -> dt.datetime | None:
     """The earliest future ``retry_at`` among rows of these statuses."""
-    sql = (f"SELECT retry_at FROM {model._meta.db_table}{_by_due_index(model)} WHERE retry_at > %s "
-           f"AND status IN ({', '.join(['%s'] * len(statuses))}) ORDER BY retry_at LIMIT 1")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [db_datetime(now), *statuses])
-        row = cursor.fetchone()
+    row = _by_retry_at(model, "retry_at", ">", statuses, now, " ORDER BY retry_at LIMIT 1")
     if row is None:
         return None
     field = model._meta.get_field("retry_at")
