@@ -52,12 +52,19 @@ def results_of(owner_kind: str, owner_id):
     return ArchiveResult.objects.filter(crawl_id=owner_id, snapshot__isnull=True)
 
 
+def queued_results(snapshot_id, step: int) -> list[tuple]:
+    """``(id, background, retry_at)`` of the snapshot's queued results of ``step`` or earlier,
+    in one hand-written read (once per snapshot start and per step)."""
+    rows = rowsql.values(ArchiveResult, ("id", "background", "retry_at", "status", "step"), {"snapshot": snapshot_id})
+    return [(pk, background, retry_at) for pk, background, retry_at, status, result_step in rows
+            if status == "queued" and result_step <= step]
+
+
 @sideeffect
 def wake_step(owner_kind: str, owner_id, step: int) -> None:
     """The owner reached ``step``: its queued results of that step (and earlier) may start."""
     if owner_kind == "Snapshot":  # once per step of every snapshot: a hand-written read
-        rows = rowsql.values(ArchiveResult, ("id", "status", "step"), {"snapshot": owner_id})
-        queued = [pk for pk, status, result_step in rows if status == "queued" and result_step <= step]
+        queued = [pk for pk, _, _ in queued_results(owner_id, step)]
     else:
         queued = results_of(owner_kind, owner_id).filter(status="queued", step__lte=step).values_list("pk", flat=True)
     wake_rows(ArchiveResult, queued)

@@ -11,7 +11,7 @@ from archivebox.core.models import ArchiveResult, Crawl, Snapshot
 from archivebox.sideeffects import index as index_effects
 from archivebox.sideeffects.crawl import activate
 from archivebox.sideeffects.queue import sideeffect
-from archivebox.sideeffects.results import create_results
+from archivebox.sideeffects.results import create_results, queued_results
 from archivebox.sideeffects.wake import dispatch_now, wake_rows
 from archivebox.tasks import rowsql
 
@@ -28,9 +28,7 @@ def snapshot_started(snapshot_id) -> None:
     snapshot.output_dir.mkdir(parents=True, exist_ok=True)
     now = timezone.now()
     create_results(snapshot.crawl, snapshot, now)
-    due = [(pk, background, retry_at) for pk, background, retry_at, status, step
-           in rowsql.values(ArchiveResult, ("id", "background", "retry_at", "status", "step"), {"snapshot": snapshot.pk})
-           if status == "queued" and step <= snapshot.current_step]
+    due = queued_results(snapshot.pk, snapshot.current_step)
     # The results just created are due already: they only need dispatching. Older ones (this
     # side effect running again) may be parked and need waking first.
     dispatch_now(ArchiveResult, [pk for pk, _, retry_at in due if retry_at is not None and retry_at <= now])
