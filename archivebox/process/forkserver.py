@@ -45,8 +45,8 @@ PRELOAD = (
     "pkgutil",  # runpy.run_path imports it on every call: 3 ms per hook run if each child did
 )
 # What the built-in hooks import (their hook library included). Every preloaded module is
-# resident in every forked hook: urllib.request with http.client and email alone added
-# 3.3 MB to each. Libraries that only some hooks use (readability: lxml; urllib.request)
+# resident in every forked hook: urllib.request with http.client and email made each
+# 1.8 MB larger. Libraries that only some hooks use (readability: lxml; urllib.request)
 # are not preloaded; name them in FORKSERVER_PRELOAD to preload them.
 
 
