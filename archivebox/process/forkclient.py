@@ -23,11 +23,14 @@ from django.conf import settings
 
 from archivebox.core.models import Machine, Process
 from archivebox.process import runner
+from archivebox.process.forkserver import GO
 from archivebox.process.registry import current_worker
 
 logger = logging.getLogger(__name__)
 
 START_TIMEOUT = 10.0
+# How often a hook whose fork server died is checked for its exit.
+ORPHAN_POLL = 0.05
 # After the server failed to start, hooks run in fresh interpreters for this long.
 RETRY_START_AFTER = 60.0
 
@@ -37,20 +40,23 @@ class ForkServerError(OSError):
 
 
 class ForkedProcess:
-    """A hook forked by the server: Popen's ``pid``/``wait``/``poll`` over the server's socket."""
+    """A hook forked by the server: Popen's ``pid`` and ``wait`` over the server's socket."""
 
     def __init__(self, sock: socket.socket, pid: int, argv: Sequence[str]):
         self.sock = sock
         self.pid = pid
         self.args = list(argv)
         self.returncode: int | None = None
+        self._orphaned = False  # the server died first: the exit code is lost
         self._buffer = b""
 
-    def wait(self, timeout: float | None = None) -> int:
+    def wait(self, timeout: float | None = None) -> int | None:
+        """The exit code. If the server dies first, the child (in its own group) is watched
+        by its PID instead, and its exit code, which only the server could read, is None."""
         if self.returncode is not None:
             return self.returncode
         deadline = None if timeout is None else time.monotonic() + timeout
-        while b"\n" not in self._buffer:
+        while not self._orphaned and b"\n" not in self._buffer:
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 raise subprocess.TimeoutExpired(self.args, timeout)
@@ -60,26 +66,60 @@ class ForkedProcess:
             except TimeoutError:
                 raise subprocess.TimeoutExpired(self.args, timeout) from None
             if not chunk:
-                # The server died with our child unreported: the child is in its own group.
-                self.returncode = self._reap_orphan()
-                return self.returncode
+                self.sock.close()
+                self._orphaned = True
             self._buffer += chunk
+        if self._orphaned:
+            while runner.is_running(self.pid, None):
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise subprocess.TimeoutExpired(self.args, timeout)
+                time.sleep(ORPHAN_POLL if remaining is None else max(0.0, min(ORPHAN_POLL, remaining)))
+            return None
         message = json.loads(self._buffer.partition(b"\n")[0])
         self.returncode = int(message["exit_code"])
         self.sock.close()
         return self.returncode
 
-    def poll(self) -> int | None:
-        try:
-            return self.wait(0.0001)
-        except subprocess.TimeoutExpired:
-            return None
+class PendingFork:
+    """A fork asked of the server; :meth:`start` lets a held child run and returns it."""
 
-    def _reap_orphan(self) -> int | None:
-        while runner.is_running(self.pid, None):
-            time.sleep(0.05)
-        self.sock.close()
-        return None
+    def __init__(self, client: ForkClient, sock: socket.socket, argv: Sequence[str], hold: bool):
+        self._client = client
+        self._sock = sock
+        self._argv = list(argv)
+        self._hold = hold
+
+    def start(self) -> ForkedProcess:
+        sock = self._sock
+        try:
+            if self._hold:
+                sock.sendall(GO)
+            sock.settimeout(START_TIMEOUT)
+            reply = b""
+            while b"\n" not in reply:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    raise ForkServerError("the fork server closed the connection")
+                reply += chunk
+        except OSError as err:
+            sock.close()
+            self._client._forget()
+            if isinstance(err, ForkServerError):
+                raise
+            raise ForkServerError(f"fork server: {err}") from err
+        line, _, rest = reply.partition(b"\n")
+        message = json.loads(line)
+        if "error" in message:
+            sock.close()
+            raise ForkServerError(f"fork server could not fork: {message['error']}")
+        forked = ForkedProcess(sock, int(message["pid"]), self._argv)
+        forked._buffer = rest
+        return forked
+
+    def cancel(self) -> None:
+        """The run is off: a held child ends without running the script."""
+        self._sock.close()
 
 
 class ForkClient:
@@ -92,31 +132,24 @@ class ForkClient:
 
     def spawn(self, argv: Sequence[str], cwd: str, env: Mapping[str, str], stdout: Path, stderr: Path) -> ForkedProcess:
         """Fork a hook: ``argv[0]`` is the script; raises ForkServerError if the server failed."""
+        return self.request(argv, cwd, env, stdout, stderr).start()
+
+    def request(self, argv: Sequence[str], cwd: str, env: Mapping[str, str], stdout: Path, stderr: Path,
+                hold: bool = False) -> PendingFork:
+        """Ask for a fork without waiting for it. With ``hold`` the child gets ready and
+        waits for :meth:`PendingFork.start` before it runs the script (or ends without
+        running it on :meth:`PendingFork.cancel`). ``cwd`` must exist by then."""
         address = self._ensure()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.connect(address)
-            request = {"argv": list(argv), "cwd": cwd, "env": dict(env), "stdout": str(stdout), "stderr": str(stderr)}
+            request = {"argv": list(argv), "cwd": cwd, "env": dict(env), "stdout": str(stdout), "stderr": str(stderr), "hold": hold}
             sock.sendall(json.dumps(request).encode() + b"\n")
-            sock.settimeout(START_TIMEOUT)
-            reply = b""
-            while b"\n" not in reply:
-                chunk = sock.recv(4096)
-                if not chunk:
-                    raise ForkServerError("the fork server closed the connection")
-                reply += chunk
         except OSError as err:
             sock.close()
             self._forget()
             raise ForkServerError(f"fork server: {err}") from err
-        line, _, rest = reply.partition(b"\n")
-        message = json.loads(line)
-        if "error" in message:
-            sock.close()
-            raise ForkServerError(f"fork server could not fork: {message['error']}")
-        forked = ForkedProcess(sock, int(message["pid"]), argv)
-        forked._buffer = rest
-        return forked
+        return PendingFork(self, sock, argv, hold)
 
     def stop(self) -> None:
         with self._lock:

@@ -23,6 +23,12 @@ multiplexes its listening socket, client connections and a SIGCHLD self-pipe in 
     client -> {"argv": [...], "cwd": "...", "env": {...}, "stdout": "path", "stderr": "path"}
     server -> {"pid": 1234}                     (or {"error": "..."} if it could not fork)
     server -> {"pid": 1234, "exit_code": 0}     (when the child exits)
+
+With ``"hold": true`` in the request the child is made ready (session, files, directory,
+environment) and then waits for one byte from the client before it runs the script:
+``g`` runs it, anything else or a closed connection ends the child without running it.
+The caller forks ahead while it does its own preparation (the Process row), and the
+script starts the moment the row exists.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ import sys
 import traceback
 import types
 
+GO = b"g"
 PRELOAD = (
     "json", "re", "time", "signal", "hashlib", "html", "html.parser", "urllib.parse", "socket", "ssl",
     "subprocess", "shutil", "tempfile", "pathlib", "zlib", "io", "xml.etree.ElementTree", "base64", "struct",
@@ -106,9 +113,26 @@ def run_script(path: str, code: types.CodeType | None) -> None:
     exec(code, main.__dict__)  # noqa: S102 - the hook script itself, as the interpreter would run it
 
 
-def run_child(request: dict, script: types.CodeType | None = None) -> None:
+def released(hold: int, early: bytes = b"") -> bool:
+    """Wait for the caller's word on a held child: True to run the script. ``early``: what
+    the server read past the request line (the word, if it came that soon). The socket is
+    non-blocking (a flag shared with the server's copy), so wait for it to be readable."""
+    if early:
+        return early[:1] == GO
+    while True:
+        select.select([hold], [], [])
+        try:
+            return os.read(hold, 1) == GO
+        except BlockingIOError:
+            continue
+        except OSError:
+            return False
+
+
+def run_child(request: dict, script: types.CodeType | None = None, hold: int | None = None, early: bytes = b"") -> None:
     """In the forked child: become the hook (``script``: its code, compiled by the server).
-    Never returns."""
+    ``hold``: the client's connection, to wait on for the word to start (``early``: bytes
+    of it the server read already). Never returns."""
     code = 1
     try:
         os.setsid()
@@ -123,7 +147,7 @@ def run_child(request: dict, script: types.CodeType | None = None) -> None:
         for fd in (devnull, out, err):
             os.close(fd)
         for name in os.listdir("/proc/self/fd"):
-            if int(name) > 2:
+            if int(name) > 2 and int(name) != hold:
                 try:
                     os.close(int(name))
                 except OSError:
@@ -136,6 +160,11 @@ def run_child(request: dict, script: types.CodeType | None = None) -> None:
         os.environ.update(request["env"])
         argv = request["argv"]
         sys.argv = list(argv)
+        if hold is not None:
+            if not released(hold, early):
+                code = 0
+                return  # the caller gave up on this run: the script never starts
+            os.close(hold)
         try:
             run_script(argv[0], script)
             code = 0
@@ -225,7 +254,7 @@ class Server:
         if b"\n" not in buffer:
             self.clients[client] = buffer
             return
-        line, _, _ = buffer.partition(b"\n")
+        line, _, rest = buffer.partition(b"\n")
         self.clients.pop(client, None)
         try:
             request = json.loads(line)
@@ -237,7 +266,7 @@ class Server:
             return
         if pid == 0:
             self.listener.close()
-            run_child(request, script)
+            run_child(request, script, hold=client.fileno() if request.get("hold") else None, early=rest)
         self.children[pid] = client
         self.send(client, {"pid": pid})
 

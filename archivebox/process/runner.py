@@ -49,22 +49,28 @@ def redact(env: Mapping[str, str]) -> dict[str, str]:
     return {key: ("***" if any(marker in key.upper() for marker in SECRET_MARKERS) else value) for key, value in env.items()}
 
 
-def log_paths(process_id) -> tuple[Path, Path]:
+def log_paths(process_id, make: bool = False) -> tuple[Path, Path]:
+    """Where a subprocess's stdout and stderr go (``make``: create their folder)."""
     day = timezone.now().strftime("%Y-%m-%d")
     folder = settings.LOGS_DIR / "processes" / day
+    if make:
+        folder.mkdir(parents=True, exist_ok=True)
     return folder / f"{process_id}.stdout.log", folder / f"{process_id}.stderr.log"
 
 
 def create(*, kind: str, cmd: Sequence[str], pwd: Path | str, env: Mapping[str, str], timeout: float | None,
            machine: Machine, parent: Process | None = None, key: str | None = None, archiveresult_id=None,
-           attempt: int = 0, label: str = "") -> tuple[Process, bool]:
-    """The queued row for a subprocess about to start; with a ``key``, at most one row ever exists."""
+           attempt: int = 0, label: str = "", id=None) -> tuple[Process, bool]:
+    """The queued row for a subprocess about to start; with a ``key``, at most one row ever
+    exists. ``id``: the row's id, when the caller needs it before the row is written."""
     now = timezone.now()
     defaults = dict(
         kind=kind, cmd=[str(part) for part in cmd], pwd=str(pwd), env=redact(env), timeout=timeout,
         machine=machine, parent=parent, archiveresult_id=archiveresult_id, attempt=attempt, label=label,
         retry_at=now + dt.timedelta(seconds=LAUNCH_GRACE),
     )
+    if id is not None:
+        defaults["id"] = id
     if key is None:
         return Process.objects.create(**defaults), True
     try:
@@ -79,7 +85,7 @@ def create(*, kind: str, cmd: Sequence[str], pwd: Path | str, env: Mapping[str, 
 @dataclass
 class Running:
     """A launched subprocess and its row. ``handle`` is a Popen, or a hook forked by the
-    fork server (same ``pid``/``wait``/``poll``)."""
+    fork server (the same ``pid`` and ``wait``; its ``wait`` gives None if the server died first)."""
 
     row: Process
     handle: subprocess.Popen
@@ -121,14 +127,15 @@ def popen_spawner(cmd: list, cwd: str, env: Mapping[str, str], stdout: Path, std
                           stdout=out, stderr=err, start_new_session=True, close_fds=True)
 
 
-def launch(row: Process, env: Mapping[str, str], deadline_grace: float = 30.0, spawner: Spawner | None = None) -> Running:
+def launch(row: Process, env: Mapping[str, str], deadline_grace: float = 30.0, spawner: Spawner | None = None,
+           logs: tuple[Path, Path] | None = None) -> Running:
     """Start the row's command in its own session; the row moves queued -> running.
 
     ``spawner`` starts it (default: ``subprocess.Popen`` of ``row.cmd``); the fork server
-    passes its own, which runs the same script without a new interpreter.
+    passes its own, which runs the same script without a new interpreter. ``logs``: its
+    stdout and stderr files, if chosen already (by default: :func:`log_paths`).
     """
-    stdout_path, stderr_path = log_paths(row.pk)
-    stdout_path.parent.mkdir(parents=True, exist_ok=True)
+    stdout_path, stderr_path = logs or log_paths(row.pk, make=True)
     handle = (spawner or popen_spawner)(list(row.cmd), row.pwd, env, stdout_path, stderr_path)
     now = timezone.now()
     deadline = now + dt.timedelta(seconds=(row.timeout or 0) + deadline_grace)

@@ -67,6 +67,7 @@ class WorkerListener:
             left = -1  # a second signal: stop waiting for the hooks to wind down
         if left:
             logger.warning("%s pool: hooks still running on the way out are killed", self.pool)
+            hook_effects.SUPERVISORS.abandoned.set()
         for hook in Process.objects.filter(parent=self.row, status="running"):
             logger.warning("%s pool: killing %s (pid %s) on the way out", self.pool, hook.label, hook.pid)
             runner.kill_orphan(hook.pid, hook.pid_started, hook.pwd, grace=0.2)

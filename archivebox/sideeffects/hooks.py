@@ -15,8 +15,10 @@ import os
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from django.conf import settings
@@ -25,6 +27,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError, connectio
 from archivebox.broker import shutting_down
 from archivebox.config import ConfigError
 from archivebox.core.models import ArchiveResult, Crawl, Machine, Process, Snapshot, Tag
+from archivebox.core.models.base import uuid7
 from archivebox.core.urlcheck import is_valid_url
 from archivebox.hooks.catalog import catalog
 from archivebox.hooks.config import to_env, url_filter
@@ -57,11 +60,12 @@ def hook_command(hook: HookScript, *, url: str | None, snapshot_id, crawl_id, de
     return argv
 
 
-def forked(cmd: list, cwd: str, env, stdout: Path, stderr: Path):
+def forked(cmd: list, cwd: str, env, stdout: Path, stderr: Path, pending: forkclient.PendingFork | None = None):
     """Run a Python hook (``[python, -I, script, args...]``) as a fork of the pre-warmed
-    fork server; fall back to a fresh interpreter if the server is unavailable."""
+    fork server (``pending``: a fork asked for already); fall back to a fresh interpreter
+    if the server is unavailable."""
     try:
-        return forkclient.CLIENT.spawn(cmd[2:], cwd, env, stdout, stderr)
+        return (pending or forkclient.CLIENT.request(cmd[2:], cwd, env, stdout, stderr)).start()
     except forkclient.ForkServerError as err:
         logger.warning("%s; running %s in a new interpreter", err, Path(cmd[2]).name)
         return runner.popen_spawner(cmd, cwd, env, stdout, stderr)
@@ -162,22 +166,25 @@ def run_hook(result_id, attempt: int) -> None:
         env["SNAP_DIR"] = str(snapshot.output_dir)
     cmd = hook_command(hook, url=snapshot.url if snapshot else None, snapshot_id=snapshot.pk if snapshot else None,
                        crawl_id=crawl.pk, depth=snapshot.depth if snapshot else 0)
-    row, created = runner.create(kind=Process.Kind.HOOK, cmd=cmd, pwd=pwd, env=env, timeout=timeout, machine=machine,
-                                 parent=current_worker(), key=key, archiveresult_id=result.pk, attempt=attempt,
-                                 label=f"{result.plugin}/{result.hook_name}")
-    if not created:
-        logger.debug("%s already launched (%s), not running it twice", key, row.status)
-        return
     pwd.mkdir(parents=True, exist_ok=True)
-    spawner = forked if hook.ext == "py" and settings.ENGINE.forkserver else None
-    SUPERVISORS.start(Supervised(row, env, spawner, timeout, hook.background, result.pk, attempt, pwd, snapshot, crawl, wanted))
+    process_id = uuid7()
+    job = Supervised(None, env, forked if hook.ext == "py" and settings.ENGINE.forkserver else None, timeout,
+                     hook.background, result.pk, attempt, pwd, snapshot, crawl, wanted,
+                     cmd=cmd, logs=runner.log_paths(process_id, make=True))
+
+    def create() -> tuple[Process, bool]:
+        return runner.create(kind=Process.Kind.HOOK, cmd=cmd, pwd=pwd, env=env, timeout=timeout, machine=machine,
+                             parent=current_worker(), key=key, archiveresult_id=result.pk, attempt=attempt,
+                             label=f"{result.plugin}/{result.hook_name}", id=process_id)
+
+    SUPERVISORS.run(job, create)
 
 
 @dataclass
 class Supervised:
     """Everything a supervisor thread needs to run one hook to its end."""
 
-    row: Process
+    row: Process | None  # None until the row is written
     env: dict
     spawner: Callable | None
     timeout: float
@@ -188,26 +195,38 @@ class Supervised:
     snapshot: Snapshot | None
     crawl: Crawl
     wanted: Callable[[str], bool]
+    cmd: list[str] | None = None
+    logs: tuple[Path, Path] | None = None
+    pending: forkclient.PendingFork | None = None  # its fork, asked for before the row was written
 
 
-def supervise(job: Supervised) -> None:
-    """Launch the hook, wait for it, record what it reported, and wake its ArchiveResult.
-
-    Runs in a pooled thread, not in a pool worker: a background hook may live for hours,
-    and a pool worker must stay free for other side effects.
-    """
+def launch_hook(job: Supervised) -> runner.Running | None:
+    """Start the hook of a queued Process row; None if it will not run (the row is closed
+    with the reason and the result woken)."""
+    pending, job.pending = job.pending, None
     if shutting_down.is_set():
+        if pending is not None:
+            pending.cancel()
         runner.close_unlaunched(job.row, "worker shutting down before the hook started")
         wake_rows(ArchiveResult, [job.result_id])
-        return
+        return None
+    spawner = job.spawner if pending is None else partial(forked, pending=pending)
     try:
-        running = runner.launch(job.row, job.env, spawner=job.spawner)
+        return runner.launch(job.row, job.env, spawner=spawner, logs=job.logs)
     except OSError as err:
         runner.close_unlaunched(job.row, f"could not start: {err}", permanent=True)
         wake_rows(ArchiveResult, [job.result_id])
-        return
+        return None
+
+
+def watch(job: Supervised, running: runner.Running, abandoned: threading.Event | None = None) -> None:
+    """Wait for a launched hook, record what it reported, and wake its ArchiveResult
+    (unless ``abandoned`` is set by then: the worker stops at once, and records the end
+    of every hook it kills on the way out)."""
     exit_code, reason = runner.wait(running, job.timeout, lambda: stop_reason(job.result_id, job.attempt),
                                     grace=settings.ENGINE.hook_kill_grace)
+    if abandoned is not None and abandoned.is_set():
+        return
 
     def record() -> None:  # every step is idempotent, so a retry after a lost connection repeats them
         report = _read(job.row, job.pwd, job.snapshot, job.crawl, job.wanted)
@@ -238,45 +257,127 @@ def persistently(write: Callable[[], None], label: str, patience: float = RECORD
 
 
 class Supervisors:
-    """The threads supervising this process's hooks, so the worker can wait for them on stop.
+    """Launches hooks and supervises them until they end, so the worker can wait for them on stop.
 
-    Foreground hooks take turns in HOOK_CONCURRENCY threads (a hook waits for a free one);
-    background hooks each get a thread at once. The threads, and their database
-    connections, serve one hook after another.
+    A hook that may run now (a background hook, or a foreground hook while fewer than
+    HOOK_CONCURRENCY run) is launched from the calling thread at once, and a pooled
+    thread waits for it; a Python hook's fork is asked of the fork server before its
+    Process row is written, so the two happen together. A foreground hook beyond the
+    limit waits for a turn: the thread of the next foreground hook to end launches it.
+    The threads, and their database connections, serve one hook after another.
     """
 
     def __init__(self, idle: float = IDLE):
         self._lock = threading.Lock()
-        self._idle = idle
-        self._foreground: ThreadPool | None = None
+        self._idle = threading.Condition(self._lock)
+        self._foreground = ThreadPool("hook", idle=idle)
         self._background = ThreadPool("hook-bg", idle=idle)
-
-    def start(self, job: Supervised) -> None:
-        pool = self._background if job.background else self._foreground_pool()
-        pool.submit(lambda: self._run(job))
-
-    def _foreground_pool(self) -> ThreadPool:
-        with self._lock:
-            if self._foreground is None:
-                size = settings.ENGINE.hook_concurrency or 2 * (os.cpu_count() or 1)
-                self._foreground = ThreadPool("hook", idle=self._idle, limit=size)
-            return self._foreground
+        self._running = 0  # foreground hooks holding a turn
+        self._waiting: deque[Supervised] = deque()
+        # Set when the worker stops at once: it kills and records the hooks still running.
+        self.abandoned = threading.Event()
 
     @staticmethod
-    def _run(job: Supervised) -> None:
+    def limit() -> int:
+        return settings.ENGINE.hook_concurrency or 2 * (os.cpu_count() or 1)
+
+    def run(self, job: Supervised, create: Callable[[], tuple[Process, bool]]) -> None:
+        """Write the hook's Process row (``create``: the row and whether it is new) and run it."""
+        turn = job.background or self._take_turn()
+        if turn and job.spawner is forked:
+            try:
+                job.pending = forkclient.CLIENT.request(job.cmd[2:], str(job.pwd), job.env, *job.logs, hold=True)
+            except forkclient.ForkServerError as err:
+                logger.debug("no early fork for %s: %s", job.cmd[2], err)
+        try:
+            job.row, created = create()
+        except BaseException:
+            self._call_off(job, turn)
+            raise
+        if not created:
+            self._call_off(job, turn)
+            logger.debug("%s already launched (%s), not running it twice", job.row.key, job.row.status)
+            return
+        if not turn:
+            self.start(job)
+        elif not self._launch(job):
+            self._pass_turn(job)
+
+    def start(self, job: Supervised) -> None:
+        """Run the hook of a queued row: now if it may, else when a turn comes free."""
+        if not job.background:
+            with self._lock:
+                if self._running >= self.limit():
+                    self._waiting.append(job)
+                    return
+                self._running += 1
+        if not self._launch(job):
+            self._pass_turn(job)
+
+    def _take_turn(self) -> bool:
+        with self._lock:
+            if self._running >= self.limit():
+                return False
+            self._running += 1
+            return True
+
+    def _call_off(self, job: Supervised, turn: bool) -> None:
+        if job.pending is not None:
+            job.pending.cancel()
+            job.pending = None
+        if turn:
+            self._pass_turn(job)
+
+    def _launch(self, job: Supervised) -> bool:
+        """Launch the hook from this thread and hand it to a pooled thread; False if it did
+        not start (its turn, if any, is still the caller's)."""
+        try:
+            running = launch_hook(job)
+        except Exception:
+            logger.exception("launching %s failed; its result will retry when its deadline passes", job.row.label)
+            return False
+        if running is None:
+            return False
+        pool = self._background if job.background else self._foreground
+        try:
+            pool.submit(lambda: self._watch(job, running))
+        except RuntimeError as err:  # no thread to be had: supervise it from this one
+            logger.warning("no thread for %s (%s): supervising it from this one", job.row.label, err)
+            self._watch(job, running)
+        return True
+
+    def _watch(self, job: Supervised, running: runner.Running) -> None:
         threading.current_thread().name = f"hook {job.row.label}"
         try:
-            supervise(job)
+            watch(job, running, self.abandoned)
         except Exception:
             logger.exception("supervising %s failed; its result will retry when its deadline passes", job.row.label)
+        finally:
+            self._pass_turn(job)
+
+    def _pass_turn(self, job: Supervised) -> None:
+        """``job`` is done with its turn: the next waiting hooks are launched from this
+        thread until one runs (it holds the turn then) or none is left."""
+        if job.background:
+            return
+        while True:
+            with self._lock:
+                if not self._waiting:
+                    self._running -= 1
+                    self._idle.notify_all()
+                    return
+                job = self._waiting.popleft()
+            if self._launch(job):
+                return
 
     def join(self, timeout: float) -> int:
         """Wait (up to ``timeout``) for every supervised hook to end; returns how many are left."""
         deadline = time.monotonic() + timeout
         left = self._background.join(timeout)
-        if self._foreground is not None:
-            left += self._foreground.join(max(0.0, deadline - time.monotonic()))
-        return left
+        with self._lock:
+            while (self._running or self._waiting) and (remaining := deadline - time.monotonic()) > 0:
+                self._idle.wait(remaining)
+            return left + self._running + len(self._waiting)
 
 
 SUPERVISORS = Supervisors()

@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
+import subprocess
 import textwrap
 
 import pytest
 
-from archivebox.process import forkclient
+from archivebox.process import forkclient, forkserver
+
+from .util import wait_until
 
 
 @pytest.fixture
@@ -74,3 +79,65 @@ def test_a_script_does_not_inherit_the_servers_future_imports(fork, tmp_path):
     there must still get real annotation objects, as under a plain interpreter."""
     script = write(tmp_path / "annotations.py", "def f(x: int): pass\nprint(f.__annotations__['x'] is int)\n")
     assert fork(script)[1] == "True\n"
+
+
+def test_a_held_fork_runs_the_script_only_when_started(tmp_path):
+    """A held child is ready (its files are open) but runs nothing until the caller starts
+    it; called off, it ends without running the script."""
+    client = forkclient.ForkClient()
+    script = write(tmp_path / "mark.py", "import pathlib, sys\npathlib.Path(sys.argv[1]).write_text('ran')\n")
+    env = {"PATH": os.environ.get("PATH", "")}
+    try:
+        held = client.request([str(script), str(tmp_path / "started")], str(tmp_path), env, tmp_path / "o1", tmp_path / "e1", hold=True)
+        off = client.request([str(script), str(tmp_path / "called-off")], str(tmp_path), env, tmp_path / "o2", tmp_path / "e2", hold=True)
+        wait_until(lambda: (tmp_path / "o1").exists() and (tmp_path / "o2").exists(), timeout=10, message="both children to be ready")
+        assert not (tmp_path / "started").exists()
+        off.cancel()
+        assert held.start().wait(30) == 0
+        assert (tmp_path / "started").read_text() == "ran"
+        assert not (tmp_path / "called-off").exists()
+    finally:
+        client.stop()
+
+
+def test_a_start_word_read_with_the_request_is_not_lost(tmp_path):
+    """The server may read the caller's start word in the same read as the request (a
+    caller quicker than the server): the child must still start (it used to wait forever)."""
+    client = forkclient.ForkClient()
+    script = write(tmp_path / "quick.py", "print('ran')\n")
+    try:
+        address = client._ensure()
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(address)
+            request = {"argv": [str(script)], "cwd": str(tmp_path), "env": {}, "stdout": str(tmp_path / "out"),
+                       "stderr": str(tmp_path / "err"), "hold": True}
+            sock.sendall(json.dumps(request).encode() + b"\n" + forkserver.GO)
+            sock.settimeout(30)
+            replies = b""
+            while replies.count(b"\n") < 2:
+                chunk = sock.recv(4096)
+                assert chunk, "the server closed the connection before the child ended"
+                replies += chunk
+        pid, ended = (json.loads(line) for line in replies.splitlines())
+        assert ended == {"pid": pid["pid"], "exit_code": 0}
+        assert (tmp_path / "out").read_text() == "ran\n"
+    finally:
+        client.stop()
+
+
+def test_a_hook_outliving_its_fork_server_is_still_waited_for(tmp_path):
+    """If the server dies first, the hook is watched by its PID: a wait still times out
+    while it runs, and once it is gone every wait says its exit code is unknown (a second
+    wait used to fail on the closed connection)."""
+    client = forkclient.ForkClient()
+    script = write(tmp_path / "sleeper.py", "import time\ntime.sleep(60)\n")
+    try:
+        child = client.spawn([str(script)], str(tmp_path), {}, tmp_path / "out", tmp_path / "err")
+        os.kill(client._handle.pid, signal.SIGKILL)
+        with pytest.raises(subprocess.TimeoutExpired):
+            child.wait(0.3)
+        os.killpg(child.pid, signal.SIGKILL)
+        assert child.wait(30) is None
+        assert child.wait(1) is None
+    finally:
+        client.stop()

@@ -131,11 +131,12 @@ def test_a_hook_supervisor_thread_closes_its_database_connection(monkeypatch, ba
     it) once idle."""
     used = []
 
-    def query_and_remember(job):
+    def query_and_remember(job, running, abandoned=None):
         Crawl.objects.exists()  # opens this thread's connection, as every supervised hook does
         used.append((threading.current_thread(), connections["default"]))
 
-    monkeypatch.setattr(hook_effects, "supervise", query_and_remember)
+    monkeypatch.setattr(hook_effects, "launch_hook", lambda job: object())
+    monkeypatch.setattr(hook_effects, "watch", query_and_remember)
     supervisors = hook_effects.Supervisors(idle=0.2)
     for _ in range(2):
         supervisors.start(SimpleNamespace(row=SimpleNamespace(label="probe"), background=background))
