@@ -82,19 +82,25 @@ class ForkedProcess:
         return self.returncode
 
 class PendingFork:
-    """A fork asked of the server; :meth:`start` lets a held child run and returns it."""
+    """A fork asked of the server; :meth:`start` returns it running. A held fork (see
+    :meth:`ForkClient.hold`) needs its details (:meth:`prepare`) before it starts."""
 
-    def __init__(self, client: ForkClient, sock: socket.socket, argv: Sequence[str], hold: bool):
+    def __init__(self, client: ForkClient, sock: socket.socket, argv: Sequence[str], held: bool):
         self._client = client
         self._sock = sock
         self._argv = list(argv)
-        self._hold = hold
+        self._held = held
+
+    def prepare(self, argv: Sequence[str], cwd: str, env: Mapping[str, str], stdout: Path, stderr: Path) -> None:
+        """Send a held child its run: it opens its files and makes ``cwd`` meanwhile."""
+        self._argv = list(argv)
+        self._send(_details(argv, cwd, env, stdout, stderr))
 
     def start(self) -> ForkedProcess:
+        if self._held:
+            self._send(GO)
         sock = self._sock
         try:
-            if self._hold:
-                sock.sendall(GO)
             sock.settimeout(START_TIMEOUT)
             reply = b""
             while b"\n" not in reply:
@@ -103,11 +109,7 @@ class PendingFork:
                     raise ForkServerError("the fork server closed the connection")
                 reply += chunk
         except OSError as err:
-            sock.close()
-            self._client._forget()
-            if isinstance(err, ForkServerError):
-                raise
-            raise ForkServerError(f"fork server: {err}") from err
+            self._fail(err)
         line, _, rest = reply.partition(b"\n")
         message = json.loads(line)
         if "error" in message:
@@ -121,6 +123,23 @@ class PendingFork:
         """The run is off: a held child ends without running the script."""
         self._sock.close()
 
+    def _send(self, data: bytes) -> None:
+        try:
+            self._sock.sendall(data)
+        except OSError as err:
+            self._fail(err)
+
+    def _fail(self, err: OSError) -> None:
+        self._sock.close()
+        self._client._forget()
+        if isinstance(err, ForkServerError):
+            raise err
+        raise ForkServerError(f"fork server: {err}") from err
+
+
+def _details(argv: Sequence[str], cwd: str, env: Mapping[str, str], stdout: Path, stderr: Path) -> bytes:
+    return json.dumps({"argv": list(argv), "cwd": cwd, "env": dict(env), "stdout": str(stdout), "stderr": str(stderr)}).encode() + b"\n"
+
 
 class ForkClient:
     def __init__(self):
@@ -132,24 +151,25 @@ class ForkClient:
 
     def spawn(self, argv: Sequence[str], cwd: str, env: Mapping[str, str], stdout: Path, stderr: Path) -> ForkedProcess:
         """Fork a hook: ``argv[0]`` is the script; raises ForkServerError if the server failed."""
-        return self.request(argv, cwd, env, stdout, stderr).start()
+        return self._ask(_details(argv, cwd, env, stdout, stderr), argv, held=False).start()
 
-    def request(self, argv: Sequence[str], cwd: str, env: Mapping[str, str], stdout: Path, stderr: Path,
-                hold: bool = False) -> PendingFork:
-        """Ask for a fork without waiting for it. With ``hold`` the child gets ready and
-        waits for :meth:`PendingFork.start` before it runs the script (or ends without
-        running it on :meth:`PendingFork.cancel`). ``cwd`` must exist by then."""
+    def hold(self, script: str) -> PendingFork:
+        """Fork ahead of time a child that will run ``script``: it waits for
+        :meth:`PendingFork.prepare` and :meth:`PendingFork.start` (or ends without running
+        the script on :meth:`PendingFork.cancel`)."""
+        return self._ask(json.dumps({"hold": True, "script": script}).encode() + b"\n", [str(script)], held=True)
+
+    def _ask(self, request: bytes, argv: Sequence[str], held: bool) -> PendingFork:
         address = self._ensure()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.connect(address)
-            request = {"argv": list(argv), "cwd": cwd, "env": dict(env), "stdout": str(stdout), "stderr": str(stderr), "hold": hold}
-            sock.sendall(json.dumps(request).encode() + b"\n")
+            sock.sendall(request)
         except OSError as err:
             sock.close()
             self._forget()
             raise ForkServerError(f"fork server: {err}") from err
-        return PendingFork(self, sock, argv, hold)
+        return PendingFork(self, sock, argv, held)
 
     def stop(self) -> None:
         with self._lock:

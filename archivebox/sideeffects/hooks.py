@@ -10,13 +10,14 @@ whose next tick turns the outcome into a transition.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -62,10 +63,10 @@ def hook_command(hook: HookScript, *, url: str | None, snapshot_id, crawl_id, de
 
 def forked(cmd: list, cwd: str, env, stdout: Path, stderr: Path, pending: forkclient.PendingFork | None = None):
     """Run a Python hook (``[python, -I, script, args...]``) as a fork of the pre-warmed
-    fork server (``pending``: a fork asked for already); fall back to a fresh interpreter
+    fork server (``pending``: its fork, asked for ahead); fall back to a fresh interpreter
     if the server is unavailable."""
     try:
-        return (pending or forkclient.CLIENT.request(cmd[2:], cwd, env, stdout, stderr)).start()
+        return pending.start() if pending is not None else forkclient.CLIENT.spawn(cmd[2:], cwd, env, stdout, stderr)
     except forkclient.ForkServerError as err:
         logger.warning("%s; running %s in a new interpreter", err, Path(cmd[2]).name)
         return runner.popen_spawner(cmd, cwd, env, stdout, stderr)
@@ -142,42 +143,55 @@ def run_hook(result_id, attempt: int) -> None:
     result = rowsql.load(ArchiveResult, [result_id]).get(result_id)
     if result is None or result.status != "started" or result.attempts != attempt:
         return
-    rowsql.attach([result], "crawl", "snapshot")
-    snapshot, crawl = result.snapshot, result.crawl
-    hook = find_hook(result.plugin, result.hook_name, "Snapshot" if snapshot else "Crawl")
-    machine = Machine.current(settings.ENGINE.machine_id)
-    key = f"hook:{result.pk}:{attempt}"
-    base = crawl_dir(crawl.pk) if snapshot is None else snapshot.output_dir
-    pwd = base / result.plugin
-    if hook is None:
-        _record_failure(key, machine, result, pwd, f"hook script {result.plugin}/{result.hook_name} no longer exists")
-        return
-    try:
-        layers = owner_layers(crawl, snapshot)
-        cat = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
-        config_env = to_env(cat.resolved(result.plugin, layers))
-        timeout = cat.timeout(result.plugin, layers)
-        wanted = url_filter(layers)
-    except ConfigError as err:
-        _record_failure(key, machine, result, pwd, f"config error: {err}")
-        return
-    env = {**runner.base_env(), **config_env, "DATA_DIR": str(settings.DATA_DIR), "CRAWL_DIR": str(crawl_dir(crawl.pk))}
-    if snapshot is not None:
-        env["SNAP_DIR"] = str(snapshot.output_dir)
-    cmd = hook_command(hook, url=snapshot.url if snapshot else None, snapshot_id=snapshot.pk if snapshot else None,
-                       crawl_id=crawl.pk, depth=snapshot.depth if snapshot else 0)
-    pwd.mkdir(parents=True, exist_ok=True)
-    process_id = uuid7()
-    job = Supervised(None, env, forked if hook.ext == "py" and settings.ENGINE.forkserver else None, timeout,
-                     hook.background, result.pk, attempt, pwd, snapshot, crawl, wanted,
-                     cmd=cmd, logs=runner.log_paths(process_id, make=True))
+    hook = find_hook(result.plugin, result.hook_name, "Snapshot" if result.snapshot_id else "Crawl")
+    with SUPERVISORS.reserve(hook) as slot:
+        rowsql.attach([result], "crawl", "snapshot")
+        snapshot, crawl = result.snapshot, result.crawl
+        machine = Machine.current(settings.ENGINE.machine_id)
+        key = f"hook:{result.pk}:{attempt}"
+        base = crawl_dir(crawl.pk) if snapshot is None else snapshot.output_dir
+        pwd = base / result.plugin
+        if hook is None:
+            _record_failure(key, machine, result, pwd, f"hook script {result.plugin}/{result.hook_name} no longer exists")
+            return
+        try:
+            layers = owner_layers(crawl, snapshot)
+            cat = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
+            config_env = to_env(cat.resolved(result.plugin, layers))
+            timeout = cat.timeout(result.plugin, layers)
+            wanted = url_filter(layers)
+        except ConfigError as err:
+            _record_failure(key, machine, result, pwd, f"config error: {err}")
+            return
+        env = {**runner.base_env(), **config_env, "DATA_DIR": str(settings.DATA_DIR), "CRAWL_DIR": str(crawl_dir(crawl.pk))}
+        if snapshot is not None:
+            env["SNAP_DIR"] = str(snapshot.output_dir)
+        cmd = hook_command(hook, url=snapshot.url if snapshot else None, snapshot_id=snapshot.pk if snapshot else None,
+                           crawl_id=crawl.pk, depth=snapshot.depth if snapshot else 0)
+        process_id = uuid7()
+        job = Supervised(None, env, forked if hook.ext == "py" and settings.ENGINE.forkserver else None, timeout,
+                         hook.background, result.pk, attempt, pwd, snapshot, crawl, wanted,
+                         cmd=cmd, logs=runner.log_paths(process_id, make=True))
 
-    def create() -> tuple[Process, bool]:
-        return runner.create(kind=Process.Kind.HOOK, cmd=cmd, pwd=pwd, env=env, timeout=timeout, machine=machine,
-                             parent=current_worker(), key=key, archiveresult_id=result.pk, attempt=attempt,
-                             label=f"{result.plugin}/{result.hook_name}", id=process_id)
+        def create() -> tuple[Process, bool]:
+            """The hook's Process row (and whether it is new), then its folder (a held fork
+            makes it too, meanwhile)."""
+            created = runner.create(kind=Process.Kind.HOOK, cmd=cmd, pwd=pwd, env=env, timeout=timeout, machine=machine,
+                                    parent=current_worker(), key=key, archiveresult_id=result.pk, attempt=attempt,
+                                    label=f"{result.plugin}/{result.hook_name}", id=process_id)
+            pwd.mkdir(parents=True, exist_ok=True)
+            return created
 
-    SUPERVISORS.run(job, create)
+        SUPERVISORS.run(job, create, slot)
+
+
+@dataclass
+class Slot:
+    """What :meth:`Supervisors.reserve` got for a hook about to run."""
+
+    turn: bool  # it may run now (a background hook always may)
+    pending: forkclient.PendingFork | None = None  # its fork, asked for ahead
+    taken: bool = False  # Supervisors.run took both over
 
 
 @dataclass
@@ -281,27 +295,49 @@ class Supervisors:
     def limit() -> int:
         return settings.ENGINE.hook_concurrency or 2 * (os.cpu_count() or 1)
 
-    def run(self, job: Supervised, create: Callable[[], tuple[Process, bool]]) -> None:
-        """Write the hook's Process row (``create``: the row and whether it is new) and run it."""
-        turn = job.background or self._take_turn()
-        if turn and job.spawner is forked:
+    @contextlib.contextmanager
+    def reserve(self, hook: HookScript | None) -> Iterator[Slot]:
+        """As soon as the hook is known: its turn if it may run now, and for a Python hook
+        a fork of the server, asked for at once so that it happens while the run is being
+        prepared. What :meth:`run` does not take over is given back on the way out."""
+        slot = Slot(turn=hook is not None and (hook.background or self._take_turn()))
+        if slot.turn and hook.ext == "py" and settings.ENGINE.forkserver:
             try:
-                job.pending = forkclient.CLIENT.request(job.cmd[2:], str(job.pwd), job.env, *job.logs, hold=True)
+                slot.pending = forkclient.CLIENT.hold(str(hook.path))
             except forkclient.ForkServerError as err:
-                logger.debug("no early fork for %s: %s", job.cmd[2], err)
+                logger.debug("no early fork for %s: %s", hook.path, err)
+        try:
+            yield slot
+        finally:
+            if not slot.taken:
+                if slot.pending is not None:
+                    slot.pending.cancel()
+                if slot.turn and not hook.background:
+                    self._pass_turn()
+
+    def run(self, job: Supervised, create: Callable[[], tuple[Process, bool]], slot: Slot) -> None:
+        """Write the hook's Process row (``create``: the row and whether it is new) and run
+        it: now if ``slot`` holds a turn, else when one comes free."""
+        slot.taken = True
+        if slot.pending is not None:
+            try:
+                slot.pending.prepare(job.cmd[2:], str(job.pwd), job.env, *job.logs)
+                job.pending = slot.pending
+            except forkclient.ForkServerError as err:
+                logger.debug("early fork for %s lost: %s", job.cmd[2], err)
         try:
             job.row, created = create()
         except BaseException:
-            self._call_off(job, turn)
+            self._call_off(job, slot.turn)
             raise
         if not created:
-            self._call_off(job, turn)
+            self._call_off(job, slot.turn)
             logger.debug("%s already launched (%s), not running it twice", job.row.key, job.row.status)
             return
-        if not turn:
+        if not slot.turn:
             self.start(job)
         elif not self._launch(job):
-            self._pass_turn(job)
+            self._done(job)
 
     def start(self, job: Supervised) -> None:
         """Run the hook of a queued row: now if it may, else when a turn comes free."""
@@ -312,7 +348,7 @@ class Supervisors:
                     return
                 self._running += 1
         if not self._launch(job):
-            self._pass_turn(job)
+            self._done(job)
 
     def _take_turn(self) -> bool:
         with self._lock:
@@ -326,7 +362,7 @@ class Supervisors:
             job.pending.cancel()
             job.pending = None
         if turn:
-            self._pass_turn(job)
+            self._done(job)
 
     def _launch(self, job: Supervised) -> bool:
         """Launch the hook from this thread and hand it to a pooled thread; False if it did
@@ -353,13 +389,16 @@ class Supervisors:
         except Exception:
             logger.exception("supervising %s failed; its result will retry when its deadline passes", job.row.label)
         finally:
-            self._pass_turn(job)
+            self._done(job)
 
-    def _pass_turn(self, job: Supervised) -> None:
-        """``job`` is done with its turn: the next waiting hooks are launched from this
-        thread until one runs (it holds the turn then) or none is left."""
-        if job.background:
-            return
+    def _done(self, job: Supervised) -> None:
+        """``job`` is over (or never started): a foreground hook passes its turn on."""
+        if not job.background:
+            self._pass_turn()
+
+    def _pass_turn(self) -> None:
+        """A foreground turn is free: the next waiting hooks are launched from this thread
+        until one runs (it holds the turn then) or none is left."""
         while True:
             with self._lock:
                 if not self._waiting:

@@ -168,6 +168,21 @@ def update(model, values: dict, where: dict, retry_at: tuple[dt.datetime, dt.dat
         return cursor.rowcount
 
 
+def insert(obj) -> None:
+    """``INSERT`` a new model instance as ``obj.save()`` would (its ``pre_save`` values, such
+    as ``auto_now`` dates, included) without the save machinery; a unique conflict raises
+    IntegrityError and leaves nothing behind."""
+    model = type(obj)
+    fields = _fields(model)
+    params = [field.get_db_prep_save(field.pre_save(obj, True), connection) for field in fields]
+    sql = (f"INSERT INTO {model._meta.db_table} ({', '.join(f.column for f in fields)}) "
+           f"VALUES ({', '.join(['%s'] * len(fields))})")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+    obj._state.adding = False
+    obj._state.db = connection.alias
+
+
 def values(model, names: tuple[str, ...], where: dict, order_by: str = "") -> list[tuple]:
     """``SELECT names FROM model WHERE where``: converted values, without building a QuerySet."""
     fields = [model._meta.get_field(name) for name in names]

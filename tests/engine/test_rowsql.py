@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from django.db import connection
+import pytest
+from django.db import IntegrityError, connection, transaction
+from django.forms.models import model_to_dict
 from django.test.utils import CaptureQueriesContext
 
-from archivebox.core.models import ArchiveResult, Crawl, Snapshot
+from archivebox.core.models import ArchiveResult, Crawl, Machine, Process, Snapshot
 from archivebox.tasks import rowsql
 
 
@@ -45,3 +47,24 @@ def test_attach_leaves_a_crawls_seed_urls_unloaded_until_read():
     with CaptureQueriesContext(connection) as queries:
         assert result.crawl.seed_urls == crawls[0].seed_urls
     assert len(queries) == 1
+
+
+def test_insert_writes_the_row_the_orm_would_write():
+    """Every column, JSON and dates included, reads back as from ``objects.create``; a
+    unique conflict raises and changes nothing."""
+    machine = Machine.current()
+    fields = dict(kind="hook", machine=machine, cmd=["sh", "x", "--url=https://e.com/?a=1&b='2'"], pwd="/p",
+                  env={"PATH": "/bin", "N": "1"}, timeout=2.5, label="p/h", attempt=2)
+    by_orm = Process.objects.create(key="orm", **fields)
+    by_hand = Process(key="hand", **fields)
+    rowsql.insert(by_hand)
+    assert not by_hand._state.adding
+    orm_row, hand_row = (Process.objects.get(pk=row.pk) for row in (by_orm, by_hand))
+    assert hand_row.created_at >= orm_row.created_at and hand_row.modified_at >= hand_row.created_at
+    assert hand_row.retry_at is not None and hand_row.status == "queued"
+    skip = {"id", "key", "created_at", "modified_at", "retry_at"}
+    assert {k: v for k, v in model_to_dict(hand_row).items() if k not in skip} == \
+           {k: v for k, v in model_to_dict(orm_row).items() if k not in skip}
+    with pytest.raises(IntegrityError), transaction.atomic():
+        rowsql.insert(Process(key="hand", **{**fields, "label": "other"}))
+    assert Process.objects.get(key="hand").label == "p/h"

@@ -82,36 +82,40 @@ def test_a_script_does_not_inherit_the_servers_future_imports(fork, tmp_path):
 
 
 def test_a_held_fork_runs_the_script_only_when_started(tmp_path):
-    """A held child is ready (its files are open) but runs nothing until the caller starts
-    it; called off, it ends without running the script."""
+    """A held child is ready (its files open, its working directory made) but runs nothing
+    until the caller starts it; called off, it ends without running the script."""
     client = forkclient.ForkClient()
-    script = write(tmp_path / "mark.py", "import pathlib, sys\npathlib.Path(sys.argv[1]).write_text('ran')\n")
+    script = write(tmp_path / "mark.py", "import os, pathlib, sys\npathlib.Path(sys.argv[1]).write_text(os.getcwd())\n")
     env = {"PATH": os.environ.get("PATH", "")}
+    later = tmp_path / "made-later"
     try:
-        held = client.request([str(script), str(tmp_path / "started")], str(tmp_path), env, tmp_path / "o1", tmp_path / "e1", hold=True)
-        off = client.request([str(script), str(tmp_path / "called-off")], str(tmp_path), env, tmp_path / "o2", tmp_path / "e2", hold=True)
-        wait_until(lambda: (tmp_path / "o1").exists() and (tmp_path / "o2").exists(), timeout=10, message="both children to be ready")
+        held, off, early_off = client.hold(str(script)), client.hold(str(script)), client.hold(str(script))
+        held.prepare([str(script), str(tmp_path / "started")], str(later), env, tmp_path / "o1", tmp_path / "e1")
+        off.prepare([str(script), str(tmp_path / "called-off")], str(tmp_path), env, tmp_path / "o2", tmp_path / "e2")
+        early_off.cancel()  # before it even got its details
+        wait_until(lambda: (tmp_path / "o2").exists() and later.is_dir(), timeout=10, message="both children to be ready")
         assert not (tmp_path / "started").exists()
         off.cancel()
         assert held.start().wait(30) == 0
-        assert (tmp_path / "started").read_text() == "ran"
+        assert (tmp_path / "started").read_text() == str(later)
         assert not (tmp_path / "called-off").exists()
     finally:
         client.stop()
 
 
-def test_a_start_word_read_with_the_request_is_not_lost(tmp_path):
-    """The server may read the caller's start word in the same read as the request (a
-    caller quicker than the server): the child must still start (it used to wait forever)."""
+def test_details_and_start_word_read_with_the_request_are_not_lost(tmp_path):
+    """The server may read a held child's details and start word in the same read as the
+    request (a caller quicker than the server): the child must still start (it used to
+    wait forever)."""
     client = forkclient.ForkClient()
     script = write(tmp_path / "quick.py", "print('ran')\n")
     try:
         address = client._ensure()
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.connect(address)
-            request = {"argv": [str(script)], "cwd": str(tmp_path), "env": {}, "stdout": str(tmp_path / "out"),
-                       "stderr": str(tmp_path / "err"), "hold": True}
-            sock.sendall(json.dumps(request).encode() + b"\n" + forkserver.GO)
+            details = {"argv": [str(script)], "cwd": str(tmp_path), "env": {}, "stdout": str(tmp_path / "out"), "stderr": str(tmp_path / "err")}
+            sock.sendall(b"".join(json.dumps(line).encode() + b"\n" for line in ({"hold": True, "script": str(script)}, details))
+                         + forkserver.GO)
             sock.settimeout(30)
             replies = b""
             while replies.count(b"\n") < 2:
@@ -141,3 +145,17 @@ def test_a_hook_outliving_its_fork_server_is_still_waited_for(tmp_path):
         assert child.wait(1) is None
     finally:
         client.stop()
+
+
+def test_a_held_child_runs_the_script_its_details_name(tmp_path):
+    """Held for one script but told to run another, a child runs the one it was told."""
+    client = forkclient.ForkClient()
+    first, second = write(tmp_path / "first.py", "print('first')\n"), write(tmp_path / "second.py", "print('second')\n")
+    try:
+        held = client.hold(str(first))
+        held.prepare([str(second)], str(tmp_path), {}, tmp_path / "out", tmp_path / "err")
+        assert held.start().wait(30) == 0
+        assert (tmp_path / "out").read_text() == "second\n"
+    finally:
+        client.stop()
+
