@@ -9,6 +9,12 @@ the queue it enqueues to (embedded workers) wakes one of its own threads directl
 
 Correctness never depends on the bell: a waiting worker also wakes after ``timeout``
 and polls, so a lost datagram costs at most that much latency.
+
+A process that consumes the queue it enqueues to can also skip the queue: while one of
+its own worker threads waits for work, a new task is handed to it in memory
+(:meth:`Doorbell.offer`) instead of being written to the queue and read back. Such a
+task is lost if the process dies before running it, as a task it had popped would be;
+messages are hints, and what they ask for is found again in the database.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import os
 import secrets
 import socket
 import threading
+from collections import deque
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
@@ -32,6 +39,8 @@ class Doorbell:
         self._namespace = hashlib.sha1(str(self.run_dir.resolve()).encode()).hexdigest()[:16]
         self._cond = threading.Condition()
         self._seq = 0
+        self._waiting = 0  # this process's threads inside wait()
+        self._offered: deque = deque()  # tasks handed to them, not taken yet
         self._listen_lock = threading.Lock()
         self._listener: socket.socket | None = None
         self._listener_pid = 0
@@ -53,7 +62,29 @@ class Doorbell:
         self.listen()
         with self._cond:
             if self._seq == seen_seq and not self._closed:
-                self._cond.wait(timeout)
+                self._waiting += 1
+                try:
+                    self._cond.wait(timeout)
+                finally:
+                    self._waiting -= 1
+
+    def offer(self, item) -> bool:
+        """Hand ``item`` to one of this process's threads waiting in :meth:`wait`, if one
+        is idle (more wait than items are offered already); False if none is."""
+        with self._cond:
+            if self._closed or self._waiting <= len(self._offered):
+                return False
+            self._offered.append(item)
+            self._seq += 1
+            self._cond.notify()
+            return True
+
+    def take(self):
+        """An item offered to this process's threads, or None."""
+        try:
+            return self._offered.popleft()
+        except IndexError:
+            return None
 
     def wake_all(self) -> None:
         """Release every waiting thread (used on shutdown)."""

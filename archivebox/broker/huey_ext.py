@@ -82,6 +82,8 @@ class DoorbellSqliteStorage(SqliteStorage):
     # mode (and takes the write lock before it reads, so two consumers never pop one task).
 
     def enqueue(self, data, priority=None):
+        if not shutting_down.is_set() and self.bell.offer(data):
+            return  # one of this process's idle workers takes it at once, from memory
         self.sql("insert into task (queue, data, priority) values (?, ?, ?)", (self.name, self.to_blob(data), priority or 0))
         self.bell.ring()
 
@@ -102,10 +104,10 @@ class DoorbellSqliteStorage(SqliteStorage):
 
     def dequeue(self):
         seen = self.bell.seq
-        data = self._pop()
+        data = self.bell.take() or self._pop()
         if data is None and not shutting_down.is_set():
             self.bell.wait(seen, self.wait_timeout)
-            data = self._pop()
+            data = self.bell.take() or self._pop()
         return data
 
 

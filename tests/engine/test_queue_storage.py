@@ -4,6 +4,7 @@ consumers on their own connections (as separate processes have) each take a task
 from __future__ import annotations
 
 import threading
+import time
 
 from archivebox.broker.huey_ext import DoorbellSqliteStorage
 
@@ -48,3 +49,50 @@ def test_consumers_on_their_own_connections_take_each_task_exactly_once(tmp_path
     everything = [data for mine in taken for data in mine]
     assert sorted(everything, key=int) == [str(n).encode() for n in range(count)]
     assert sum(1 for mine in taken if mine) > 1  # they did run side by side
+
+
+def wait_for_waiters(queue, count: int) -> None:
+    deadline = time.monotonic() + 10
+    while queue.bell._waiting < count:
+        assert time.monotonic() < deadline, f"{count} consumer threads never waited"
+        time.sleep(0.001)
+
+
+def test_a_task_for_an_idle_worker_of_this_process_skips_the_queue_file(tmp_path):
+    """While one of the process's own workers waits, a new task is handed to it in memory;
+    with none idle it goes to the queue file, where any process may take it."""
+    queue = DoorbellSqliteStorage(name="q", filename=str(tmp_path / "queue.sqlite3"), wait_timeout=30)
+    got = []
+    consumer = threading.Thread(target=lambda: got.append(queue.dequeue()))
+    consumer.start()
+    wait_for_waiters(queue, 1)
+    queue.enqueue(b"handed", None)
+    queue.enqueue(b"queued", None)  # the one idle worker is taken: this one is written
+    consumer.join(10)
+    assert got == [b"handed"]
+    assert queue.queue_size() == 1 and bytes(queue.dequeue()) == b"queued"
+
+
+def test_handed_and_queued_tasks_are_each_taken_exactly_once(tmp_path):
+    queue = DoorbellSqliteStorage(name="q", filename=str(tmp_path / "queue.sqlite3"), wait_timeout=0.01)
+    queue.dequeue()
+    count, taken, stop = 3000, [], threading.Event()
+
+    def consume() -> None:
+        while not stop.is_set():
+            data = queue.dequeue()
+            if data is not None:
+                taken.append(bytes(data))
+
+    consumers = [threading.Thread(target=consume) for _ in range(4)]
+    for thread in consumers:
+        thread.start()
+    for number in range(count):
+        queue.enqueue(str(number).encode(), None)
+    deadline = time.monotonic() + 60
+    while len(taken) < count and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stop.set()
+    for thread in consumers:
+        thread.join(10)
+    assert sorted(taken, key=int) == [str(n).encode() for n in range(count)]

@@ -151,6 +151,11 @@ def test_stock_huey_consumers_record_their_signals(tmp_path):
     ticks = collection.start_consumer("tasks", workers=2)
     effects = collection.start_consumer("sideeffects", workers=4)
     try:
+        # Both pools registered first: otherwise `add` runs its own workers, which take
+        # every task they enqueue themselves.
+        wait_until(lambda: {row["label"].split()[0] for row in collection.query(
+            "SELECT label FROM core_process WHERE kind='worker' AND status='running'")} >= {"ticks", "sideeffects"},
+                   timeout=30, message="both pools to register")
         collection.cli("add", "https://example.com/consumed")
         wait_until(lambda: {r[4] for r in monitor_rows(collection.root) if r[3] == "complete"} >= {ticks.pid, effects.pid},
                    timeout=30, message="completions recorded by both consumer processes")
