@@ -4,6 +4,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -135,3 +136,21 @@ def test_search_hook_without_data_dir_guesses_root(snapshot_factory):
     run = snap.run("search", env={"DATA_DIR": None})
     assert run.status == "succeeded", run
     assert os.path.exists(os.path.join(snap.data_dir, "search.sqlite3"))
+
+
+def test_a_writer_waits_for_the_file_to_be_free_to_switch_it_to_wal(tmp_path):
+    """Switching a new file to WAL mode fails at once while another connection is about to
+    write to it in the old mode (the busy timeout does not apply): the writer waits and
+    succeeds (six hooks indexing into a new file at once failed now and then)."""
+    db = str(tmp_path / "search.sqlite3")
+    other = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    other.execute("CREATE TABLE early (x)")
+    other.execute("BEGIN IMMEDIATE")  # a write lock in rollback-journal mode
+    release = threading.Timer(0.5, lambda: other.execute("COMMIT"))
+    release.start()
+    try:
+        fts.index_snapshot(db, "s1", "http://a.example/", "T", "waited for the lock")
+    finally:
+        release.join()
+        other.close()
+    assert [h["snapshot_id"] for h in fts.search(db, "waited")] == ["s1"]

@@ -66,7 +66,7 @@ def _open_for_write(db_path):
     try:
         mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
         if mode.lower() != "wal":
-            conn.execute("PRAGMA journal_mode = WAL")
+            _switch_to_wal(conn)
         conn.execute("PRAGMA synchronous = NORMAL")
         if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
             conn.execute("BEGIN IMMEDIATE")
@@ -83,6 +83,25 @@ def _open_for_write(db_path):
         conn.close()
         raise
     return conn
+
+
+def _switch_to_wal(conn):
+    """Switch the file to WAL mode. While another connection has it open in the old mode,
+    SQLite says "database is locked" at once, busy timeout or not (several hooks indexing
+    into a new file at the same moment): try again until the busy timeout has passed."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    pause = 0.005
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() == "wal":
+                return
+        except sqlite3.OperationalError as err:
+            if "locked" not in str(err) or time.monotonic() > deadline:
+                raise
+        if time.monotonic() > deadline:
+            raise sqlite3.OperationalError("database is locked: could not switch it to WAL mode")
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 def _split_script(script):
