@@ -38,6 +38,8 @@ SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "COOKIE", "CRE
 # A Process row that never reached "running" is given up after this long.
 LAUNCH_GRACE = 60.0
 START_TIME_TOLERANCE = 0.05
+# A process started but not recorded as running is stopped: SIGTERM, this grace, SIGKILL.
+UNRECORDED_KILL_GRACE = 1.0
 
 
 def base_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -147,10 +149,21 @@ def launch(row: Process, env: Mapping[str, str], deadline_grace: float = 30.0, s
     handle = (spawner or popen_spawner)(list(row.cmd), row.pwd, env, stdout_path, stderr_path)
     now = timezone.now()
     deadline = now + dt.timedelta(seconds=(row.timeout or 0) + deadline_grace)
-    move(row, "queued", "running", now=now, retry_at=deadline, fields=dict(
-        pid=handle.pid, pid_started=start_time(handle.pid), started_at=now,
-        stdout_path=str(stdout_path), stderr_path=str(stderr_path),
-    ))
+    try:
+        move(row, "queued", "running", now=now, retry_at=deadline, fields=dict(
+            pid=handle.pid, pid_started=start_time(handle.pid), started_at=now,
+            stdout_path=str(stdout_path), stderr_path=str(stderr_path),
+        ))
+    except BaseException:
+        # Its row cannot say it runs (the database is away): nobody would watch it or
+        # enforce its timeout, so it must not go on running.
+        logger.warning("%s started (pid %s) but its row could not record it: stopping it", row.label, handle.pid)
+        _stop(handle.pid, _family(handle.pid, row.pwd, set), UNRECORDED_KILL_GRACE)
+        try:
+            handle.wait(timeout=UNRECORDED_KILL_GRACE)
+        except subprocess.TimeoutExpired:
+            logger.warning("%s (pid %s) did not exit after SIGKILL", row.label, handle.pid)
+        raise
     return Running(row, handle)
 
 

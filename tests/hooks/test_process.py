@@ -288,3 +288,25 @@ def test_hook_rows_point_at_the_worker_row_of_the_consumer_that_ran_them(tmp_pat
         assert cmd[-4].startswith("--url=https://example.com/tree") and cmd[-1] == "--depth=0"
         assert json.loads(Path(hook["stdout_path"]).read_text())["type"] == "ArchiveResult"
         assert Path(hook["stderr_path"]).read_text() == ""
+
+
+def test_a_process_whose_start_cannot_be_recorded_is_stopped(tmp_path, monkeypatch):
+    """If the row cannot be moved to running (the database is away), the process it
+    started is stopped at once: nobody would watch it or enforce its timeout."""
+    from django.db import OperationalError
+
+    started = []
+
+    def spawn(*args):
+        started.append(runner.popen_spawner(*args))
+        return started[0]
+
+    def refuse(*args, **kwargs):
+        raise OperationalError("database is locked")
+
+    row = new_row(["sh", "-c", "sleep 60"], tmp_path)
+    monkeypatch.setattr(runner, "move", refuse)
+    with pytest.raises(OperationalError):
+        runner.launch(row, runner.base_env(), spawner=spawn)
+    assert started and started[0].returncode is not None  # stopped and reaped
+    assert pid_dead(started[0].pid)
