@@ -267,22 +267,30 @@ def _stop(pgid: int | None, family: list[psutil.Process], grace: float) -> None:
 
 
 def _family(pid: int, pwd: str, excluded_groups: Callable[[], set[int]], leader: bool = True) -> list[psutil.Process]:
-    """The process (if ``leader``), its descendants, the rest of its process group, and the
-    processes named in ``*.pid`` files of its folder (unless they belong to another hook
-    running from the same folder: ``excluded_groups()``, asked only when there are any)."""
+    """What to stop with a process: the process and its descendants (if it still runs:
+    ``leader``), the rest of its process group, and the processes named in ``*.pid`` files
+    of its folder (unless they belong to another hook running from the same folder:
+    ``excluded_groups()``, asked only when there are any).
+
+    Without ``leader`` the process is gone (reaped): its children were handed to init, and
+    its PID may already be another process's, whose tree is not ours to walk."""
     family: dict[int, psutil.Process] = {}
-    try:
-        root = psutil.Process(pid)
-        if leader:
-            family[pid] = root
-        family.update({child.pid: child for child in root.children(recursive=True)})
-    except psutil.Error:
-        pass
+    if leader:
+        family.update(_tree(pid))
     family.update({proc.pid: proc for proc in _group(pid)})
     family.update({proc.pid: proc for proc in _pid_file_procs(pwd, excluded_groups)})
     if not leader:
         family.pop(pid, None)
     return [proc for proc in family.values() if _alive(proc)]
+
+
+def _tree(pid: int) -> dict[int, psutil.Process]:
+    """A running process and its descendants (none if it is gone)."""
+    try:
+        root = psutil.Process(pid)
+        return {pid: root, **{child.pid: child for child in root.children(recursive=True)}}
+    except psutil.Error:
+        return {}
 
 
 def _group(pgid: int) -> list[psutil.Process]:

@@ -310,3 +310,20 @@ def test_a_process_whose_start_cannot_be_recorded_is_stopped(tmp_path, monkeypat
         runner.launch(row, runner.base_env(), spawner=spawn)
     assert started and started[0].returncode is not None  # stopped and reaped
     assert pid_dead(started[0].pid)
+
+
+def test_the_leftovers_of_an_exited_hook_never_include_another_process_that_took_its_pid(tmp_path):
+    """After a hook exits its PID may be reused at once; the leftovers looked for are its
+    group and its pid files, never the tree of whatever process has that PID now (that
+    process's children used to be collected, and stopped)."""
+    other = subprocess.Popen(["sh", "-c", "sleep 30 & wait"])  # not a group leader: no group of its PID
+    try:
+        child = wait_until(lambda: psutil.Process(other.pid).children(), timeout=10, message="the other process's child")[0]
+        leftovers = runner._family(other.pid, str(tmp_path), set, leader=False)
+        assert child.pid not in {proc.pid for proc in leftovers}
+        assert child.is_running()
+    finally:
+        for proc in psutil.Process(other.pid).children(recursive=True):
+            kill_quietly(proc.pid)
+        other.kill()
+        other.wait(timeout=10)
