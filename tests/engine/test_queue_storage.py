@@ -4,7 +4,8 @@ consumers on their own connections (as separate processes have) each take a task
 from __future__ import annotations
 
 import threading
-import time
+
+from helpers import wait_until
 
 from archivebox.broker.huey_ext import DoorbellSqliteStorage
 
@@ -51,13 +52,6 @@ def test_consumers_on_their_own_connections_take_each_task_exactly_once(tmp_path
     assert sum(1 for mine in taken if mine) > 1  # they did run side by side
 
 
-def wait_for_waiters(queue, count: int) -> None:
-    deadline = time.monotonic() + 10
-    while queue.bell._waiting < count:
-        assert time.monotonic() < deadline, f"{count} consumer threads never waited"
-        time.sleep(0.001)
-
-
 def test_a_task_for_an_idle_worker_of_this_process_skips_the_queue_file(tmp_path):
     """While one of the process's own workers waits, a new task is handed to it in memory;
     with none idle it goes to the queue file, where any process may take it."""
@@ -65,7 +59,7 @@ def test_a_task_for_an_idle_worker_of_this_process_skips_the_queue_file(tmp_path
     got = []
     consumer = threading.Thread(target=lambda: got.append(queue.dequeue()))
     consumer.start()
-    wait_for_waiters(queue, 1)
+    wait_until(lambda: queue.bell._waiting >= 1, timeout=10, interval=0.001, message="the consumer thread to wait")
     queue.enqueue(b"handed", None)
     queue.enqueue(b"queued", None)  # the one idle worker is taken: this one is written
     consumer.join(10)
@@ -89,10 +83,10 @@ def test_handed_and_queued_tasks_are_each_taken_exactly_once(tmp_path):
         thread.start()
     for number in range(count):
         queue.enqueue(str(number).encode(), None)
-    deadline = time.monotonic() + 60
-    while len(taken) < count and time.monotonic() < deadline:
-        time.sleep(0.01)
-    stop.set()
+    try:
+        wait_until(lambda: len(taken) >= count, timeout=60, message=f"{count} tasks taken")
+    finally:
+        stop.set()
     for thread in consumers:
         thread.join(10)
     assert sorted(taken, key=int) == [str(n).encode() for n in range(count)]
