@@ -295,8 +295,7 @@ class Server:
         self.clients.pop(client, None)
         try:
             request = json.loads(line)
-            path = request["script"] if request.get("hold") else request["argv"][0]
-            script = self.scripts.get(path) if path else None
+            script = self.scripts.get(request["script"] if request.get("hold") else request["argv"][0])
             pid = os.fork()
         except (ValueError, KeyError, IndexError, TypeError, OSError) as err:
             self.send(client, {"error": f"{type(err).__name__}: {err}"})

@@ -341,18 +341,15 @@ class Supervisors:
 
     def start(self, job: Supervised) -> None:
         """Run the hook of a queued row: now if it may, else when a turn comes free."""
-        if not job.background:
-            with self._lock:
-                if self._running >= self.limit():
-                    self._waiting.append(job)
-                    return
-                self._running += 1
-        if not self._launch(job):
+        if (job.background or self._take_turn(otherwise_wait=job)) and not self._launch(job):
             self._done(job)
 
-    def _take_turn(self) -> bool:
+    def _take_turn(self, otherwise_wait: Supervised | None = None) -> bool:
+        """A foreground turn, if one is free; if not, ``otherwise_wait`` waits for one."""
         with self._lock:
             if self._running >= self.limit():
+                if otherwise_wait is not None:
+                    self._waiting.append(otherwise_wait)
                 return False
             self._running += 1
             return True
