@@ -140,12 +140,11 @@ def _archivable(url: str) -> bool:
 
 @sideeffect
 def run_hook(result_id, attempt: int) -> None:
-    result = rowsql.load(ArchiveResult, [result_id]).get(result_id)
+    result = rowsql.load(ArchiveResult, [result_id], "crawl", "snapshot").get(result_id)
     if result is None or result.status != "started" or result.attempts != attempt:
         return
     hook = find_hook(result.plugin, result.hook_name, "Snapshot" if result.snapshot_id else "Crawl")
     with SUPERVISORS.reserve(hook) as slot:
-        rowsql.attach([result], "crawl", "snapshot")
         snapshot, crawl = result.snapshot, result.crawl
         machine = Machine.current(settings.ENGINE.machine_id)
         key = f"hook:{result.pk}:{attempt}"

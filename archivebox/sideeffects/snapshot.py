@@ -21,17 +21,17 @@ logger = logging.getLogger(__name__)
 @sideeffect
 def snapshot_started(snapshot_id) -> None:
     """Make the snapshot's folder, create one result per enabled hook, start step 0."""
-    snapshot = rowsql.load(Snapshot, [snapshot_id]).get(snapshot_id)
+    snapshot = rowsql.load(Snapshot, [snapshot_id], "crawl").get(snapshot_id)
     if snapshot is None or snapshot.status != "started":
         return
-    rowsql.attach([snapshot], "crawl")
     snapshot.output_dir.mkdir(parents=True, exist_ok=True)
     now = timezone.now()
-    create_results(snapshot.crawl, snapshot, now)
+    # The results just created are due already: they only need dispatching, first thing.
+    # Older ones (this side effect running again) may be parked and need waking first.
+    created = create_results(snapshot.crawl, snapshot, now)
+    dispatch_now(ArchiveResult, created)
     due = queued_results(snapshot.pk, snapshot.current_step)
-    # The results just created are due already: they only need dispatching. Older ones (this
-    # side effect running again) may be parked and need waking first.
-    dispatch_now(ArchiveResult, [pk for pk, _, retry_at in due if retry_at is not None and retry_at <= now])
+    dispatch_now(ArchiveResult, [pk for pk, _, retry_at in due if retry_at is not None and retry_at <= now and pk not in created])
     wake_rows(ArchiveResult, [pk for pk, _, retry_at in due if retry_at is None or retry_at > now])
     if all(background for _, background, _ in due):
         # No foreground hook of this step will wake the snapshot when it is done (there is

@@ -199,19 +199,25 @@ def values(model, names: tuple[str, ...], where: dict, order_by: str = "") -> li
     return [_convert(model, fields, row) for row in rows]
 
 
-def load(model, pks) -> dict:
-    """``{pk: instance}`` for the rows ``pks``, read in one statement."""
+def load(model, pks, *relations: str) -> dict:
+    """``{pk: instance}`` for the rows ``pks``, read in one statement, with the foreign keys
+    ``relations`` loaded too (as :func:`attach` does, in the same statement)."""
     pks = list(dict.fromkeys(pks))
     if not pks:
         return {}
     fields = _fields(model)
-    sql = (f"SELECT {', '.join(f.column for f in fields)} FROM {model._meta.db_table} "
-           f"WHERE {model._meta.pk.column} IN ({', '.join(['%s'] * len(pks))})")
+    joins, columns, parts = _joins(model, relations)
+    sql = (f"SELECT {', '.join([*(f'base.{f.column}' for f in fields), *columns])} FROM {model._meta.db_table} base "
+           f"{' '.join(joins)} WHERE base.{model._meta.pk.column} IN ({', '.join(['%s'] * len(pks))})")
     with connection.cursor() as cursor:
         cursor.execute(sql, [db_pk(model, pk) for pk in pks])
         rows = cursor.fetchall()
-    found = [_instance(model, fields, row) for row in rows]
-    return {obj.pk: obj for obj in found}
+    found = {}
+    for row in rows:
+        obj = _instance(model, fields, row[:len(fields)])
+        _set_related(obj, parts, row, len(fields))
+        found[obj.pk] = obj
+    return found
 
 
 def attach(objects: list, *relations: str) -> None:
@@ -223,6 +229,21 @@ def attach(objects: list, *relations: str) -> None:
         return
     model = type(objects[0])
     table, pk_column = model._meta.db_table, model._meta.pk.column
+    joins, columns, parts = _joins(model, relations)
+    by_pk = {obj.pk: obj for obj in objects}
+    sql = (f"SELECT base.{pk_column}, {', '.join(columns)} FROM {table} base {' '.join(joins)} "
+           f"WHERE base.{pk_column} IN ({', '.join(['%s'] * len(by_pk))})")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [db_pk(model, pk) for pk in by_pk])
+        rows = cursor.fetchall()
+    for row in rows:
+        obj = by_pk.get(_convert(model, [model._meta.pk], row[:1])[0])
+        if obj is not None:
+            _set_related(obj, parts, row, 1)
+
+
+def _joins(model, relations: tuple[str, ...]):
+    """The LEFT JOINs (aliases r0, r1, ... on ``base``) and columns that read ``relations``."""
     joins, columns, parts = [], [], []
     for index, name in enumerate(relations):
         field = model._meta.get_field(name)
@@ -232,20 +253,16 @@ def attach(objects: list, *relations: str) -> None:
         joins.append(f"LEFT JOIN {related._meta.db_table} {alias} ON {alias}.{related._meta.pk.column} = base.{field.column}")
         columns += [f"{alias}.{f.column}" for f in fields]
         parts.append((name, related, fields))
-    by_pk = {obj.pk: obj for obj in objects}
-    sql = (f"SELECT base.{pk_column}, {', '.join(columns)} FROM {table} base {' '.join(joins)} "
-           f"WHERE base.{pk_column} IN ({', '.join(['%s'] * len(by_pk))})")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [db_pk(model, pk) for pk in by_pk])
-        rows = cursor.fetchall()
-    for row in rows:
-        obj = by_pk.get(_convert(model, [model._meta.pk], row[:1])[0])
-        start = 1
-        for name, related, fields in parts:
-            values = row[start:start + len(fields)]
-            start += len(fields)
-            if obj is not None and values[fields.index(related._meta.pk)] is not None:
-                setattr(obj, name, _instance(related, fields, values))
+    return joins, columns, parts
+
+
+def _set_related(obj, parts, row, start: int) -> None:
+    """Set the related objects read by :func:`_joins`' columns, from ``row[start:]``."""
+    for name, related, fields in parts:
+        values = row[start:start + len(fields)]
+        start += len(fields)
+        if values[fields.index(related._meta.pk)] is not None:
+            setattr(obj, name, _instance(related, fields, values))
 
 
 _CONVERTERS: dict = {}

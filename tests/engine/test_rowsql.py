@@ -39,6 +39,24 @@ def test_attach_loads_every_relation_of_every_row_in_one_statement():
     assert len(queries) - len(loaded) == 1  # one statement for all of them (plus our own checks)
 
 
+def test_load_with_relations_reads_rows_and_their_relations_in_one_statement():
+    crawls, created = results_of_two_crawls()
+    with CaptureQueriesContext(connection) as queries:
+        loaded = rowsql.load(ArchiveResult, [r.pk for r in created], "crawl", "snapshot")
+    assert len(queries) == 1
+    assert set(loaded) == {r.pk for r in created}
+    for pk, result in loaded.items():
+        expected = ArchiveResult.objects.select_related("snapshot", "crawl").get(pk=pk)
+        assert model_to_dict(result) == model_to_dict(expected)
+        assert (result.crawl.pk, result.crawl.config) == (expected.crawl.pk, expected.crawl.config)
+        assert "urls" in result.crawl.get_deferred_fields()
+        if expected.snapshot is None:
+            assert result.snapshot is None
+        else:
+            assert (result.snapshot.pk, result.snapshot.url, result.snapshot.title) == \
+                   (expected.snapshot.pk, expected.snapshot.url, expected.snapshot.title)
+
+
 def test_attach_leaves_a_crawls_seed_urls_unloaded_until_read():
     crawls, created = results_of_two_crawls()
     result = rowsql.load(ArchiveResult, [created[0].pk])[created[0].pk]
