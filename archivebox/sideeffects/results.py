@@ -32,10 +32,8 @@ def expected_hooks(crawl: Crawl, snapshot: Snapshot | None = None) -> list[HookS
     return catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).hooks_for(model, owner_layers(crawl, snapshot))
 
 
-def create_results(crawl: Crawl, snapshot: Snapshot | None, now: dt.datetime) -> list:
-    """One queued ArchiveResult per expected hook; existing rows are left alone. Returns the
-    ids of the rows meant to be due now, to dispatch at once (the id of a row that existed
-    already, so was not inserted, matches nothing)."""
+def create_results(crawl: Crawl, snapshot: Snapshot | None, now: dt.datetime) -> int:
+    """One queued ArchiveResult per expected hook; existing rows are left alone."""
     current = (snapshot or crawl).current_step
     rows = [
         ArchiveResult(
@@ -45,7 +43,7 @@ def create_results(crawl: Crawl, snapshot: Snapshot | None, now: dt.datetime) ->
         for hook in expected_hooks(crawl, snapshot)
     ]
     ArchiveResult.objects.bulk_create(rows, ignore_conflicts=True)
-    return [row.pk for row in rows if row.retry_at <= now]
+    return len(rows)
 
 
 def results_of(owner_kind: str, owner_id):

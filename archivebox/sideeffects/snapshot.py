@@ -26,12 +26,11 @@ def snapshot_started(snapshot_id) -> None:
         return
     snapshot.output_dir.mkdir(parents=True, exist_ok=True)
     now = timezone.now()
-    # The results just created are due already: they only need dispatching, first thing.
-    # Older ones (this side effect running again) may be parked and need waking first.
-    created = create_results(snapshot.crawl, snapshot, now)
-    dispatch_now(ArchiveResult, created)
+    create_results(snapshot.crawl, snapshot, now)
     due = queued_results(snapshot.pk, snapshot.current_step)
-    dispatch_now(ArchiveResult, [pk for pk, _, retry_at in due if retry_at is not None and retry_at <= now and pk not in created])
+    # The results just created are due already: they only need dispatching. Older ones (this
+    # side effect running again) may be parked and need waking first.
+    dispatch_now(ArchiveResult, [pk for pk, _, retry_at in due if retry_at is not None and retry_at <= now])
     wake_rows(ArchiveResult, [pk for pk, _, retry_at in due if retry_at is None or retry_at > now])
     if all(background for _, background, _ in due):
         # No foreground hook of this step will wake the snapshot when it is done (there is
