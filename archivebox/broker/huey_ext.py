@@ -195,6 +195,25 @@ class ArchiveboxHueyMixin:
         if bell is not None:
             bell.wake_all()
 
+    # Tasks are not revoked here: a message is a hint, and what stops work is a change of
+    # its row (a cancel), which every tick and side effect reads. So no revoke key is ever
+    # written, and none is looked for around each task: stock Huey reads its key-value
+    # store before each task and deletes the task's key after it (two queries per task on
+    # SQLite, two round trips on Redis).
+
+    def revoke(self, *args, **kwargs):
+        raise NotImplementedError("archivebox queue tasks cannot be revoked: cancel their row instead")
+
+    revoke_all = revoke_by_id = revoke
+
+    def is_revoked(self, task, timestamp=None, peek=True) -> bool:
+        return False
+
+    def delete(self, key):
+        if isinstance(key, str) and key.startswith("r:"):  # the revoke key Huey clears after each task
+            return False
+        return super().delete(key)
+
 
 class SqliteQueue(ArchiveboxHueyMixin, Huey):
     storage_class = DoorbellSqliteStorage

@@ -97,16 +97,19 @@ def claim(model, pks, seen: dt.datetime | None, claim_at: dt.datetime, now: dt.d
     it must be due. The rows come back as model instances, read in the same statement.
     """
     pks = list(pks)
-    fields = _fields(model)
-    columns = ", ".join(f.column for f in fields)
-    condition = "retry_at = %s" if seen is not None else "retry_at <= %s"
-    sql = (f"UPDATE {model._meta.db_table} SET retry_at = %s, claimed = %s, woken = %s "
-           f"WHERE {model._meta.pk.column} IN ({', '.join(['%s'] * len(pks))}) AND {condition} RETURNING {columns}")
+    reader = _reader(model)
+    key = ("claim", model, len(pks), seen is not None)
+    sql = _SQL.get(key)
+    if sql is None:
+        condition = "retry_at = %s" if seen is not None else "retry_at <= %s"
+        sql = _SQL[key] = (f"UPDATE {model._meta.db_table} SET retry_at = %s, claimed = %s, woken = %s "
+                           f"WHERE {model._meta.pk.column} IN ({', '.join(['%s'] * len(pks))}) AND {condition} "
+                           f"RETURNING {reader.columns('')}")
     params = [db_datetime(claim_at), True, False, *(db_pk(model, pk) for pk in pks), db_datetime(seen if seen is not None else now)]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    return [_instance(model, fields, row) for row in rows]
+    return [reader.instance(row) for row in rows]
 
 
 def unclaim(model, pks, token: dt.datetime, now: dt.datetime) -> int:
@@ -173,10 +176,13 @@ def insert(obj) -> None:
     as ``auto_now`` dates, included) without the save machinery; a unique conflict raises
     IntegrityError and leaves nothing behind."""
     model = type(obj)
-    fields = _fields(model)
+    fields = model._meta.concrete_fields
     params = [field.get_db_prep_save(field.pre_save(obj, True), connection) for field in fields]
-    sql = (f"INSERT INTO {model._meta.db_table} ({', '.join(f.column for f in fields)}) "
-           f"VALUES ({', '.join(['%s'] * len(fields))})")
+    key = ("insert", model)
+    sql = _SQL.get(key)
+    if sql is None:
+        sql = _SQL[key] = (f"INSERT INTO {model._meta.db_table} ({', '.join(f.column for f in fields)}) "
+                           f"VALUES ({', '.join(['%s'] * len(fields))})")
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
     obj._state.adding = False
@@ -185,7 +191,8 @@ def insert(obj) -> None:
 
 def values(model, names: tuple[str, ...], where: dict, order_by: str = "") -> list[tuple]:
     """``SELECT names FROM model WHERE where``: converted values, without building a QuerySet."""
-    fields = [model._meta.get_field(name) for name in names]
+    reader = _reader(model, names)
+    fields = reader.fields
     conditions, params = [], []
     for key, value in where.items():
         field = model._meta.get_field(key)
@@ -196,7 +203,7 @@ def values(model, names: tuple[str, ...], where: dict, order_by: str = "") -> li
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    return [_convert(model, fields, row) for row in rows]
+    return [reader.convert(row) for row in rows]
 
 
 def load(model, pks, *relations: str) -> dict:
@@ -205,17 +212,20 @@ def load(model, pks, *relations: str) -> dict:
     pks = list(dict.fromkeys(pks))
     if not pks:
         return {}
-    fields = _fields(model)
-    joins, columns, parts = _joins(model, relations)
-    sql = (f"SELECT {', '.join([*(f'base.{f.column}' for f in fields), *columns])} FROM {model._meta.db_table} base "
-           f"{' '.join(joins)} WHERE base.{model._meta.pk.column} IN ({', '.join(['%s'] * len(pks))})")
+    reader, related = _reader(model), _related(model, relations)
+    key = ("load", model, relations, len(pks))
+    sql = _SQL.get(key)
+    if sql is None:
+        columns = ", ".join([reader.columns("base"), *(r.columns(alias) for _, alias, r, _ in related)])
+        sql = _SQL[key] = (f"SELECT {columns} FROM {model._meta.db_table} base {_join_sql(related)} "
+                           f"WHERE base.{model._meta.pk.column} IN ({', '.join(['%s'] * len(pks))})")
     with connection.cursor() as cursor:
         cursor.execute(sql, [db_pk(model, pk) for pk in pks])
         rows = cursor.fetchall()
     found = {}
     for row in rows:
-        obj = _instance(model, fields, row[:len(fields)])
-        _set_related(obj, parts, row, len(fields))
+        obj = reader.instance(row)
+        _set_related(obj, related, row, len(reader.fields))
         found[obj.pk] = obj
     return found
 
@@ -228,71 +238,92 @@ def attach(objects: list, *relations: str) -> None:
     if not objects or not relations:
         return
     model = type(objects[0])
-    table, pk_column = model._meta.db_table, model._meta.pk.column
-    joins, columns, parts = _joins(model, relations)
     by_pk = {obj.pk: obj for obj in objects}
-    sql = (f"SELECT base.{pk_column}, {', '.join(columns)} FROM {table} base {' '.join(joins)} "
-           f"WHERE base.{pk_column} IN ({', '.join(['%s'] * len(by_pk))})")
+    related, pk_reader = _related(model, relations), _reader(model, (model._meta.pk.name,))
+    key = ("attach", model, relations, len(by_pk))
+    sql = _SQL.get(key)
+    if sql is None:
+        pk_column = model._meta.pk.column
+        columns = ", ".join(r.columns(alias) for _, alias, r, _ in related)
+        sql = _SQL[key] = (f"SELECT base.{pk_column}, {columns} FROM {model._meta.db_table} base {_join_sql(related)} "
+                           f"WHERE base.{pk_column} IN ({', '.join(['%s'] * len(by_pk))})")
     with connection.cursor() as cursor:
         cursor.execute(sql, [db_pk(model, pk) for pk in by_pk])
         rows = cursor.fetchall()
     for row in rows:
-        obj = by_pk.get(_convert(model, [model._meta.pk], row[:1])[0])
+        obj = by_pk.get(pk_reader.convert(row[:1])[0])
         if obj is not None:
-            _set_related(obj, parts, row, 1)
+            _set_related(obj, related, row, 1)
 
 
-def _joins(model, relations: tuple[str, ...]):
-    """The LEFT JOINs (aliases r0, r1, ... on ``base``) and columns that read ``relations``."""
-    joins, columns, parts = [], [], []
+class _Reader:
+    """How to read some columns of a model: the fields, and the converters of those that
+    have any (as the ORM applies them), worked out once per model and set of fields."""
+
+    def __init__(self, model, fields: list):
+        self.model = model
+        self.fields = fields
+        self.attnames = [f.attname for f in fields]
+        self.converters = []
+        for index, field in enumerate(fields):
+            expression = field.get_col(model._meta.db_table)
+            chain = connection.ops.get_db_converters(expression) + expression.get_db_converters(connection)
+            if chain:
+                self.converters.append((index, expression, chain))
+
+    def columns(self, alias: str) -> str:
+        return ", ".join(f"{alias}.{f.column}" if alias else f.column for f in self.fields)
+
+    def convert(self, row) -> tuple:
+        values = list(row)
+        for index, expression, chain in self.converters:
+            value = values[index]
+            for convert in chain:
+                value = convert(value, expression, connection)
+            values[index] = value
+        return tuple(values)
+
+    def instance(self, row):
+        """A model instance from raw column values, converted as the ORM would."""
+        return self.model.from_db(connection.alias, self.attnames, self.convert(row))
+
+
+_READERS: dict = {}
+_SQL: dict = {}  # statement texts by their shape (the caches hold a few dozen entries in all)
+
+
+def _reader(model, names: tuple[str, ...] | None = None, lazy: bool = True) -> _Reader:
+    """The reader of ``names`` (by default every concrete field; without ``lazy``, less the
+    model's ``lazy_fields``)."""
+    key = (model, names, lazy, connection.vendor)
+    reader = _READERS.get(key)
+    if reader is None:
+        if names is not None:
+            fields = [model._meta.get_field(name) for name in names]
+        else:
+            fields = [f for f in model._meta.concrete_fields if lazy or f.name not in getattr(model, "lazy_fields", ())]
+        reader = _READERS[key] = _Reader(model, fields)
+    return reader
+
+
+def _related(model, relations: tuple[str, ...]) -> list:
+    """``(name, alias, reader, join column)`` of each relation to LEFT JOIN (aliases r0, r1, ...)."""
+    related = []
     for index, name in enumerate(relations):
         field = model._meta.get_field(name)
-        related = field.related_model
-        fields = [f for f in _fields(related) if f.name not in getattr(related, "lazy_fields", ())]
-        alias = f"r{index}"
-        joins.append(f"LEFT JOIN {related._meta.db_table} {alias} ON {alias}.{related._meta.pk.column} = base.{field.column}")
-        columns += [f"{alias}.{f.column}" for f in fields]
-        parts.append((name, related, fields))
-    return joins, columns, parts
+        related.append((name, f"r{index}", _reader(field.related_model, lazy=False), field.column))
+    return related
 
 
-def _set_related(obj, parts, row, start: int) -> None:
-    """Set the related objects read by :func:`_joins`' columns, from ``row[start:]``."""
-    for name, related, fields in parts:
-        values = row[start:start + len(fields)]
-        start += len(fields)
-        if values[fields.index(related._meta.pk)] is not None:
-            setattr(obj, name, _instance(related, fields, values))
+def _join_sql(related: list) -> str:
+    return " ".join(f"LEFT JOIN {r.model._meta.db_table} {alias} ON {alias}.{r.model._meta.pk.column} = base.{column}"
+                    for _, alias, r, column in related)
 
 
-_CONVERTERS: dict = {}
-
-
-def _fields(model):
-    return [f for f in model._meta.concrete_fields]
-
-
-def _converters(model, fields):
-    key = (model, tuple(f.attname for f in fields), connection.vendor)
-    converters = _CONVERTERS.get(key)
-    if converters is None:
-        converters = []
-        for field in fields:
-            expression = field.get_col(model._meta.db_table)
-            converters.append((expression, connection.ops.get_db_converters(expression) + expression.get_db_converters(connection)))
-        _CONVERTERS[key] = converters
-    return converters
-
-
-def _convert(model, fields, row) -> tuple:
-    converted = []
-    for value, (expression, chain) in zip(row, _converters(model, fields)):
-        for convert in chain:
-            value = convert(value, expression, connection)
-        converted.append(value)
-    return tuple(converted)
-
-
-def _instance(model, fields, row):
-    """Build a model instance from raw column values, converted as the ORM would."""
-    return model.from_db(connection.alias, [f.attname for f in fields], list(_convert(model, fields, row)))
+def _set_related(obj, related: list, row, start: int) -> None:
+    """Set the related objects read by :func:`_related` columns, from ``row[start:]``."""
+    for name, _, reader, _ in related:
+        values = row[start:start + len(reader.fields)]
+        start += len(reader.fields)
+        if values[reader.fields.index(reader.model._meta.pk)] is not None:
+            setattr(obj, name, reader.instance(values))

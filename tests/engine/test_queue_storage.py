@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from helpers import wait_until
 
-from archivebox.broker.huey_ext import DoorbellSqliteStorage
+from archivebox.broker.huey_ext import DoorbellSqliteStorage, build_huey
 
 
 def storage(tmp_path, name="q"):
@@ -90,3 +92,27 @@ def test_handed_and_queued_tasks_are_each_taken_exactly_once(tmp_path):
     for thread in consumers:
         thread.join(10)
     assert sorted(taken, key=int) == [str(n).encode() for n in range(count)]
+
+
+def test_running_a_task_reads_no_revoke_keys_and_revoking_is_refused(tmp_path):
+    """Messages are hints and rows are what is cancelled: a task runs with no look-up of
+    revoke keys in the queue file (stock Huey makes two per task), and ``revoke`` says why
+    it cannot be done instead of writing a key nobody reads."""
+    huey = build_huey("revokes", tmp_path, "")
+    ran = []
+
+    @huey.task()
+    def note(value):
+        ran.append(value)
+
+    note(1)  # enqueued to the queue file: no worker of this process is waiting
+    statements = []
+    real_sql = huey.storage.sql
+    huey.storage.sql = lambda query, *args, **kwargs: statements.append(query) or real_sql(query, *args, **kwargs)
+    huey.execute(huey.dequeue())
+    assert ran == [1]
+    assert not [query for query in statements if " kv " in f" {query} "], statements
+    with pytest.raises(NotImplementedError, match="cancel their row"):
+        note.revoke()
+    with pytest.raises(NotImplementedError, match="cancel their row"):
+        huey.revoke_by_id("some-id")

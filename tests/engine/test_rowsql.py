@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.db import IntegrityError, connection, transaction
+from django.db.models.signals import post_init
 from django.forms.models import model_to_dict
 from django.test.utils import CaptureQueriesContext
 
@@ -86,3 +87,38 @@ def test_insert_writes_the_row_the_orm_would_write():
     with pytest.raises(IntegrityError), transaction.atomic():
         rowsql.insert(Process(key="hand", **{**fields, "label": "other"}))
     assert Process.objects.get(key="hand").label == "p/h"
+
+
+def test_rows_read_by_the_orm_are_the_instances_its_init_would_build():
+    """``from_db`` fills the instance directly: values, deferred fields, state and
+    equality are what ``Model.__init__`` gives."""
+    crawls, created = results_of_two_crawls()
+    for result in ArchiveResult.objects.filter(pk__in=[r.pk for r in created]):
+        fresh = ArchiveResult(**{f.attname: getattr(result, f.attname) for f in ArchiveResult._meta.concrete_fields})
+        assert model_to_dict(result) == model_to_dict(fresh)
+        assert result == fresh and not result._state.adding and result._state.db == "default"
+        assert result.get_deferred_fields() == set()
+    partial = Crawl.objects.only("id", "config").get(pk=crawls[0].pk)
+    assert "urls" in partial.get_deferred_fields() and "config" not in partial.get_deferred_fields()
+    with CaptureQueriesContext(connection) as queries:
+        assert partial.urls == crawls[0].urls
+    assert len(queries) == 1
+    partial.config = {"changed": True}
+    partial.save(update_fields=["config"])
+    assert Crawl.objects.get(pk=crawls[0].pk).config == {"changed": True}
+
+
+def test_a_receiver_of_init_signals_gets_them_for_rows_read(tmp_path):
+    crawls, _ = results_of_two_crawls()
+    seen = []
+
+    def receiver(sender, instance, **kwargs):
+        seen.append(instance.pk)
+
+    post_init.connect(receiver, sender=Crawl)
+    try:
+        loaded = Crawl.objects.get(pk=crawls[0].pk)
+        claimed = rowsql.load(Crawl, [crawls[1].pk])[crawls[1].pk]
+    finally:
+        post_init.disconnect(receiver, sender=Crawl)
+    assert seen == [loaded.pk, claimed.pk]
