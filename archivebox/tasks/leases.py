@@ -10,10 +10,10 @@ from __future__ import annotations
 import datetime as dt
 import logging
 
-from django.db import connection
 from django.db.models import Q
 
 from archivebox.core.models import Lease
+from archivebox.tasks.rowsql import db_connection
 
 logger = logging.getLogger(__name__)
 
@@ -63,13 +63,13 @@ def ensure_slots(actor: str, limit: int) -> None:
 
 
 def _run(sql: str, params: list) -> int:
-    with connection.cursor() as cursor:
+    with db_connection().cursor() as cursor:
         cursor.execute(sql.format(table=Lease._meta.db_table), params)
         return cursor.rowcount
 
 
 def _at(value: dt.datetime | None):
-    return connection.ops.adapt_datetimefield_value(value)
+    return db_connection().ops.adapt_datetimefield_value(value)
 
 
 # The slot operations below run on every dispatch and every batch: raw SQL, one statement each.
@@ -77,7 +77,7 @@ def _at(value: dt.datetime | None):
 def slot_states(actor: str, limit: int, now: dt.datetime) -> tuple[list[str], int]:
     """One read of the actor's slots: those of its first ``limit`` that nobody holds (or
     whose holder let them expire), and how many of all its slots are held."""
-    with connection.cursor() as cursor:
+    with db_connection().cursor() as cursor:
         cursor.execute(f"SELECT key, expires_at, holder FROM {Lease._meta.db_table} WHERE actor = %s", [actor])
         rows = {key: (expires, holder) for key, expires, holder in cursor.fetchall()}
     keys = slot_keys(actor, limit)

@@ -10,15 +10,21 @@ from __future__ import annotations
 
 import datetime as dt
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connections
 
 
-def db_datetime(value: dt.datetime | None):
-    return connection.ops.adapt_datetimefield_value(value)
+def db_connection():
+    """This thread's default connection itself: ``django.db.connection`` is a proxy that looks
+    the connection up again on every attribute read, dozens of times per statement here."""
+    return connections[DEFAULT_DB_ALIAS]
 
 
-def db_pk(model, pk):
-    return model._meta.pk.get_db_prep_value(pk, connection)
+def db_datetime(value: dt.datetime | None, db=None):
+    return (db or db_connection()).ops.adapt_datetimefield_value(value)
+
+
+def db_pk(model, pk, db=None):
+    return model._meta.pk.get_db_prep_value(pk, db or db_connection())
 
 
 def dispatch_claim(model, statuses, now: dt.datetime, token: dt.datetime, limit: int, ids=None) -> list:
@@ -27,22 +33,23 @@ def dispatch_claim(model, statuses, now: dt.datetime, token: dt.datetime, limit:
 
     On Postgres the inner SELECT skips rows another dispatcher is claiming at this moment.
     """
+    db = db_connection()
     table, pk_column = model._meta.db_table, model._meta.pk.column
     marks = ", ".join(["%s"] * len(statuses))
-    params = [db_datetime(token), True, False, db_datetime(now), *statuses]
+    params = [db_datetime(token, db), True, False, db_datetime(now, db), *statuses]
     only = ""
     if ids is not None:
         ids = list(ids)
         if not ids:
             return []
         only = f" AND {pk_column} IN ({', '.join(['%s'] * len(ids))})"
-        params += [db_pk(model, pk) for pk in ids]
-    lock = " FOR UPDATE SKIP LOCKED" if connection.vendor == "postgresql" else ""
+        params += [db_pk(model, pk, db) for pk in ids]
+    lock = " FOR UPDATE SKIP LOCKED" if db.vendor == "postgresql" else ""
     sql = (f"UPDATE {table} SET retry_at = %s, claimed = %s, woken = %s WHERE {pk_column} IN ("
            f"SELECT {pk_column} FROM {table}{_by_due_index(model)} WHERE retry_at <= %s AND status IN ({marks}){only} "
            f"ORDER BY retry_at LIMIT %s{lock}) AND retry_at <= %s RETURNING {pk_column}")
-    params += [limit, db_datetime(now)]
-    with connection.cursor() as cursor:
+    params += [limit, db_datetime(now, db)]
+    with db.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     pk_field = model._meta.pk
@@ -52,10 +59,11 @@ def dispatch_claim(model, statuses, now: dt.datetime, token: dt.datetime, limit:
 def _by_retry_at(model, select: str, comparison: str, statuses, now: dt.datetime, tail: str = ""):
     """``SELECT select`` over rows of these statuses whose retry_at compares to ``now``,
     walking the due index; the first row fetched (or None)."""
+    db = db_connection()
     sql = (f"SELECT {select} FROM {model._meta.db_table}{_by_due_index(model)} WHERE retry_at {comparison} %s "
            f"AND status IN ({', '.join(['%s'] * len(statuses))}){tail}")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [db_datetime(now), *statuses])
+    with db.cursor() as cursor:
+        cursor.execute(sql, [db_datetime(now, db), *statuses])
         return cursor.fetchone()
 
 
@@ -71,20 +79,22 @@ def count_due(model, statuses, now: dt.datetime) -> int:
 
 def next_due(model, statuses, now: dt.datetime) -> dt.datetime | None:
     """The earliest future ``retry_at`` among rows of these statuses."""
+    db = db_connection()
     row = _by_retry_at(model, "retry_at", ">", statuses, now, " ORDER BY retry_at LIMIT 1")
     if row is None:
         return None
     field = model._meta.get_field("retry_at")
     value = row[0]
-    for convert in connection.ops.get_db_converters(field.get_col(model._meta.db_table)):
-        value = convert(value, field.get_col(model._meta.db_table), connection)
+    for convert in db.ops.get_db_converters(field.get_col(model._meta.db_table)):
+        value = convert(value, field.get_col(model._meta.db_table), db)
     return value
 
 
 def _by_due_index(model) -> str:
     """Make SQLite walk the partial ``<model>_due`` index in retry_at order, instead of the
     status index plus a sort of every unfinished row (its planner's choice without statistics)."""
-    if connection.vendor != "sqlite":
+    db = db_connection()
+    if db.vendor != "sqlite":
         return ""
     name = next((index.name for index in model._meta.indexes if index.name.endswith("_due")), None)
     return f" INDEXED BY {name}" if name else ""
@@ -96,6 +106,7 @@ def claim(model, pks, seen: dt.datetime | None, claim_at: dt.datetime, now: dt.d
     With ``seen`` (the dispatch token) a row must still have that ``retry_at``; without,
     it must be due. The rows come back as model instances, read in the same statement.
     """
+    db = db_connection()
     pks = list(pks)
     reader = _reader(model)
     key = ("claim", model, len(pks), seen is not None)
@@ -105,31 +116,33 @@ def claim(model, pks, seen: dt.datetime | None, claim_at: dt.datetime, now: dt.d
         sql = _SQL[key] = (f"UPDATE {model._meta.db_table} SET retry_at = %s, claimed = %s, woken = %s "
                            f"WHERE {model._meta.pk.column} IN ({', '.join(['%s'] * len(pks))}) AND {condition} "
                            f"RETURNING {reader.columns('')}")
-    params = [db_datetime(claim_at), True, False, *(db_pk(model, pk) for pk in pks), db_datetime(seen if seen is not None else now)]
-    with connection.cursor() as cursor:
+    params = [db_datetime(claim_at, db), True, False, *(db_pk(model, pk, db) for pk in pks), db_datetime(seen if seen is not None else now, db)]
+    with db.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    return [reader.instance(row) for row in rows]
+    return [reader.instance(row, db) for row in rows]
 
 
 def unclaim(model, pks, token: dt.datetime, now: dt.datetime) -> int:
     """Give back rows a dispatcher claimed with ``token`` (its message could not be sent)."""
+    db = db_connection()
     marks = ", ".join(["%s"] * len(pks))
     sql = (f"UPDATE {model._meta.db_table} SET retry_at = %s, claimed = %s "
            f"WHERE {model._meta.pk.column} IN ({marks}) AND retry_at = %s")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [db_datetime(now), False, *(db_pk(model, pk) for pk in pks), db_datetime(token)])
+    with db.cursor() as cursor:
+        cursor.execute(sql, [db_datetime(now, db), False, *(db_pk(model, pk, db) for pk in pks), db_datetime(token, db)])
         return cursor.rowcount
 
 
 def wake(model, pks, now: dt.datetime) -> int:
     """Make rows due now, except rows a tick has claimed, which are marked woken instead."""
+    db = db_connection()
     marks = ", ".join(["%s"] * len(pks))
     sql = (f"UPDATE {model._meta.db_table} SET retry_at = CASE WHEN claimed THEN retry_at ELSE %s END, "
            f"woken = CASE WHEN claimed THEN %s ELSE woken END "
            f"WHERE {model._meta.pk.column} IN ({marks}) AND retry_at > %s")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [db_datetime(now), True, *(db_pk(model, pk) for pk in pks), db_datetime(now)])
+    with db.cursor() as cursor:
+        cursor.execute(sql, [db_datetime(now, db), True, *(db_pk(model, pk, db) for pk in pks), db_datetime(now, db)])
         return cursor.rowcount
 
 
@@ -142,18 +155,19 @@ def update(model, values: dict, where: dict, retry_at: tuple[dt.datetime, dt.dat
     ``where`` keys are field names with an optional ``__lt``/``__lte``/``__gt``/``__gte``/``__in``.
     ``retry_at=(now, next)`` sets retry_at to ``next``, or to ``now`` if the row was woken meanwhile.
     """
+    db = db_connection()
     assignments, params = [], []
     for name, value in values.items():
         field = model._meta.get_field(name)
         assignments.append(f"{field.column} = %s")
-        params.append(field.get_db_prep_save(value, connection))
+        params.append(field.get_db_prep_save(value, db))
     if retry_at is not None:
         now, following = retry_at
         if following is None:
             assignments.append("retry_at = NULL")
         else:
             assignments.append("retry_at = CASE WHEN woken THEN %s ELSE %s END")
-            params += [db_datetime(now), db_datetime(following)]
+            params += [db_datetime(now, db), db_datetime(following, db)]
     conditions = []
     for key, value in where.items():
         name, _, lookup = key.partition("__")
@@ -161,12 +175,12 @@ def update(model, values: dict, where: dict, retry_at: tuple[dt.datetime, dt.dat
         if lookup == "in":
             values_in = list(value)
             conditions.append(f"{field.column} IN ({', '.join(['%s'] * len(values_in))})")
-            params += [field.get_db_prep_value(v, connection) for v in values_in]
+            params += [field.get_db_prep_value(v, db) for v in values_in]
         else:
             conditions.append(f"{field.column} {_LOOKUPS[lookup]} %s")
-            params.append(field.get_db_prep_value(value, connection))
+            params.append(field.get_db_prep_value(value, db))
     sql = f"UPDATE {model._meta.db_table} SET {', '.join(assignments)} WHERE {' AND '.join(conditions)}"
-    with connection.cursor() as cursor:
+    with db.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.rowcount
 
@@ -175,40 +189,43 @@ def insert(obj) -> None:
     """``INSERT`` a new model instance as ``obj.save()`` would (its ``pre_save`` values, such
     as ``auto_now`` dates, included) without the save machinery; a unique conflict raises
     IntegrityError and leaves nothing behind."""
+    db = db_connection()
     model = type(obj)
     fields = model._meta.concrete_fields
-    params = [field.get_db_prep_save(field.pre_save(obj, True), connection) for field in fields]
+    params = [field.get_db_prep_save(field.pre_save(obj, True), db) for field in fields]
     key = ("insert", model)
     sql = _SQL.get(key)
     if sql is None:
         sql = _SQL[key] = (f"INSERT INTO {model._meta.db_table} ({', '.join(f.column for f in fields)}) "
                            f"VALUES ({', '.join(['%s'] * len(fields))})")
-    with connection.cursor() as cursor:
+    with db.cursor() as cursor:
         cursor.execute(sql, params)
     obj._state.adding = False
-    obj._state.db = connection.alias
+    obj._state.db = db.alias
 
 
 def values(model, names: tuple[str, ...], where: dict, order_by: str = "") -> list[tuple]:
     """``SELECT names FROM model WHERE where``: converted values, without building a QuerySet."""
+    db = db_connection()
     reader = _reader(model, names)
     fields = reader.fields
     conditions, params = [], []
     for key, value in where.items():
         field = model._meta.get_field(key)
         conditions.append(f"{field.column} = %s")
-        params.append(field.get_db_prep_value(value, connection))
+        params.append(field.get_db_prep_value(value, db))
     order = f" ORDER BY {order_by}" if order_by else ""
     sql = f"SELECT {', '.join(f.column for f in fields)} FROM {model._meta.db_table} WHERE {' AND '.join(conditions)}{order}"
-    with connection.cursor() as cursor:
+    with db.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    return [reader.convert(row) for row in rows]
+    return [reader.convert(row, db) for row in rows]
 
 
 def load(model, pks, *relations: str) -> dict:
     """``{pk: instance}`` for the rows ``pks``, read in one statement, with the foreign keys
     ``relations`` loaded too (as :func:`attach` does, in the same statement)."""
+    db = db_connection()
     pks = list(dict.fromkeys(pks))
     if not pks:
         return {}
@@ -219,13 +236,13 @@ def load(model, pks, *relations: str) -> dict:
         columns = ", ".join([reader.columns("base"), *(r.columns(alias) for _, alias, r, _ in related)])
         sql = _SQL[key] = (f"SELECT {columns} FROM {model._meta.db_table} base {_join_sql(related)} "
                            f"WHERE base.{model._meta.pk.column} IN ({', '.join(['%s'] * len(pks))})")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [db_pk(model, pk) for pk in pks])
+    with db.cursor() as cursor:
+        cursor.execute(sql, [db_pk(model, pk, db) for pk in pks])
         rows = cursor.fetchall()
     found = {}
     for row in rows:
-        obj = reader.instance(row)
-        _set_related(obj, related, row, len(reader.fields))
+        obj = reader.instance(row, db)
+        _set_related(obj, related, row, len(reader.fields), db)
         found[obj.pk] = obj
     return found
 
@@ -235,6 +252,7 @@ def attach(objects: list, *relations: str) -> None:
     relation) and set them on the objects (what select_related does, without building a
     QuerySet). A related model's ``lazy_fields`` (bulky columns its readers here do not
     need, such as a crawl's list of seed URLs) stay deferred: reading one loads it then."""
+    db = db_connection()
     if not objects or not relations:
         return
     model = type(objects[0])
@@ -247,13 +265,13 @@ def attach(objects: list, *relations: str) -> None:
         columns = ", ".join(r.columns(alias) for _, alias, r, _ in related)
         sql = _SQL[key] = (f"SELECT base.{pk_column}, {columns} FROM {model._meta.db_table} base {_join_sql(related)} "
                            f"WHERE base.{pk_column} IN ({', '.join(['%s'] * len(by_pk))})")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [db_pk(model, pk) for pk in by_pk])
+    with db.cursor() as cursor:
+        cursor.execute(sql, [db_pk(model, pk, db) for pk in by_pk])
         rows = cursor.fetchall()
     for row in rows:
-        obj = by_pk.get(pk_reader.convert(row[:1])[0])
+        obj = by_pk.get(pk_reader.convert(row[:1], db)[0])
         if obj is not None:
-            _set_related(obj, related, row, 1)
+            _set_related(obj, related, row, 1, db)
 
 
 class _Reader:
@@ -261,31 +279,35 @@ class _Reader:
     have any (as the ORM applies them), worked out once per model and set of fields."""
 
     def __init__(self, model, fields: list):
+        db = db_connection()
         self.model = model
         self.fields = fields
         self.attnames = [f.attname for f in fields]
+        self.pk_index = fields.index(model._meta.pk) if model._meta.pk in fields else None
         self.converters = []
         for index, field in enumerate(fields):
             expression = field.get_col(model._meta.db_table)
-            chain = connection.ops.get_db_converters(expression) + expression.get_db_converters(connection)
+            chain = db.ops.get_db_converters(expression) + expression.get_db_converters(db)
             if chain:
                 self.converters.append((index, expression, chain))
 
     def columns(self, alias: str) -> str:
         return ", ".join(f"{alias}.{f.column}" if alias else f.column for f in self.fields)
 
-    def convert(self, row) -> tuple:
+    def convert(self, row, db=None) -> tuple:
+        db = db or db_connection()
         values = list(row)
         for index, expression, chain in self.converters:
             value = values[index]
             for convert in chain:
-                value = convert(value, expression, connection)
+                value = convert(value, expression, db)
             values[index] = value
         return tuple(values)
 
-    def instance(self, row):
+    def instance(self, row, db=None):
         """A model instance from raw column values, converted as the ORM would."""
-        return self.model.from_db(connection.alias, self.attnames, self.convert(row))
+        db = db or db_connection()
+        return self.model.from_db(db.alias, self.attnames, self.convert(row, db))
 
 
 _READERS: dict = {}
@@ -295,7 +317,8 @@ _SQL: dict = {}  # statement texts by their shape (the caches hold a few dozen e
 def _reader(model, names: tuple[str, ...] | None = None, lazy: bool = True) -> _Reader:
     """The reader of ``names`` (by default every concrete field; without ``lazy``, less the
     model's ``lazy_fields``)."""
-    key = (model, names, lazy, connection.vendor)
+    db = db_connection()
+    key = (model, names, lazy, db.vendor)
     reader = _READERS.get(key)
     if reader is None:
         if names is not None:
@@ -320,10 +343,10 @@ def _join_sql(related: list) -> str:
                     for _, alias, r, column in related)
 
 
-def _set_related(obj, related: list, row, start: int) -> None:
+def _set_related(obj, related: list, row, start: int, db) -> None:
     """Set the related objects read by :func:`_related` columns, from ``row[start:]``."""
     for name, _, reader, _ in related:
         values = row[start:start + len(reader.fields)]
         start += len(reader.fields)
-        if values[reader.fields.index(reader.model._meta.pk)] is not None:
-            setattr(obj, name, reader.instance(values))
+        if values[reader.pk_index] is not None:
+            setattr(obj, name, reader.instance(values, db))
