@@ -126,14 +126,19 @@ def _mtime(path: Path) -> int:
 
 
 _CATALOGS: dict[tuple, PluginCatalog] = {}
+_BY_SETTINGS: dict[tuple, PluginCatalog] = {}  # the same catalogs, by the arguments that named them
 
 
 def catalog(data_dir: Path, extra_dirs: str = "") -> PluginCatalog:
-    """The process-wide catalog for a data dir and ``PLUGIN_DIRS`` value."""
-    dirs = tuple(plugin_dirs(data_dir, extra_dirs))
-    if dirs not in _CATALOGS:
-        _CATALOGS[dirs] = PluginCatalog(dirs, recheck_every=RECHECK_EVERY)
-    return _CATALOGS[dirs]
+    """The process-wide catalog for a data dir and ``PLUGIN_DIRS`` value (asked for several
+    times per hook run: the folders are worked out once per pair of values)."""
+    found = _BY_SETTINGS.get((data_dir, extra_dirs))
+    if found is None:
+        dirs = tuple(plugin_dirs(data_dir, extra_dirs))
+        if dirs not in _CATALOGS:
+            _CATALOGS[dirs] = PluginCatalog(dirs, recheck_every=RECHECK_EVERY)
+        found = _BY_SETTINGS[(data_dir, extra_dirs)] = _CATALOGS[dirs]
+    return found
 
 
 def layers(*, snapshot_config: Mapping | None = None, crawl_config: Mapping | None = None,

@@ -8,8 +8,10 @@ fixed amount of memory. The hook's own result is the last ``ArchiveResult`` reco
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,11 +77,14 @@ def refused_path(value, hook_dir: Path, snap_dir: Path) -> bool:
     "404 Not Found", resolves inside the folder and passes.)"""
     if not isinstance(value, str) or not value or "\x00" in value:
         return False
+    resolved = os.path.realpath(os.path.join(hook_dir, value))
     try:
-        resolved = (hook_dir / value).resolve()
-    except (OSError, RuntimeError):
-        return True  # a symlink loop
-    return not resolved.is_relative_to(snap_dir.resolve())
+        os.stat(resolved)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return True  # a symlink loop leads nowhere: refused
+    inside = os.path.realpath(snap_dir)
+    return os.path.commonpath([resolved, inside]) != inside
 
 
 def read_report(stream: BinaryIO, *, hook_dir: Path, snap_dir: Path,

@@ -13,6 +13,7 @@ import contextlib
 import datetime as dt
 import logging
 import os
+import re
 import select
 import signal
 import subprocess
@@ -35,6 +36,7 @@ logger = logging.getLogger(__name__)
 
 BASE_ENV_KEYS = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "USER", "LOGNAME", "SHELL", "TERM")
 SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "COOKIE", "CREDENTIAL", "AUTH", "SESSION")
+SECRET_KEY = re.compile("|".join(SECRET_MARKERS), re.IGNORECASE)
 # A Process row that never reached "running" is given up after this long.
 LAUNCH_GRACE = 60.0
 START_TIME_TOLERANCE = 0.05
@@ -50,7 +52,7 @@ def base_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 
 def redact(env: Mapping[str, str]) -> dict[str, str]:
     """What is stored of a subprocess environment: everything but values of secret-looking keys."""
-    return {key: ("***" if any(marker in key.upper() for marker in SECRET_MARKERS) else value) for key, value in env.items()}
+    return {key: ("***" if SECRET_KEY.search(key) else value) for key, value in env.items()}
 
 
 def log_paths(process_id, make: bool = False) -> tuple[Path, Path]:

@@ -110,6 +110,26 @@ def test_output_paths_outside_the_snapshot_folder_are_refused(tmp_path, path, re
     assert refused_path(str(snap / "plugin" / "x"), snap / "plugin", snap) is False
 
 
+def test_output_paths_through_symlinks_are_judged_by_where_they_lead(tmp_path):
+    snap = tmp_path / "snap"
+    hook_dir = snap / "plugin"
+    hook_dir.mkdir(parents=True)
+    (snap / "other").mkdir()
+    (tmp_path / "secret").write_text("x")
+    (hook_dir / "escape").symlink_to(tmp_path / "secret")
+    (hook_dir / "escape_dir").symlink_to(tmp_path)
+    (hook_dir / "sibling").symlink_to(snap / "other")
+    (hook_dir / "loop_a").symlink_to(hook_dir / "loop_b")
+    (hook_dir / "loop_b").symlink_to(hook_dir / "loop_a")
+    assert refused_path("escape", hook_dir, snap) is True
+    assert refused_path("escape_dir/secret", hook_dir, snap) is True
+    assert refused_path("sibling/file.html", hook_dir, snap) is False
+    assert refused_path("loop_a", hook_dir, snap) is True
+    # the snapshot folder reached through a symlinked data dir is still inside itself
+    (tmp_path / "data_link").symlink_to(tmp_path)
+    assert refused_path("index.html", tmp_path / "data_link" / "snap" / "plugin", snap) is False
+
+
 def test_a_refused_path_fails_the_result_whatever_status_it_claimed(tmp_path):
     report = parse(jsonl({"type": "ArchiveResult", "status": "succeeded", "output_str": "ok.txt", "output_files": ["ok.txt", "/etc/shadow"]}), tmp_path)
     assert report.result["status"] == "failed" and report.result["refused"] is True
