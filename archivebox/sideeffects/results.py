@@ -42,7 +42,7 @@ def create_results(crawl: Crawl, snapshot: Snapshot | None, now: dt.datetime) ->
         )
         for hook in expected_hooks(crawl, snapshot)
     ]
-    ArchiveResult.objects.bulk_create(rows, ignore_conflicts=True)
+    rowsql.insert_new(rows)
     return len(rows)
 
 

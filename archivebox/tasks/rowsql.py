@@ -13,6 +13,9 @@ import datetime as dt
 from django.db import DEFAULT_DB_ALIAS, connections
 
 
+INSERT_BATCH = 200  # rows per INSERT statement (SQLite allows 32,766 parameters per statement)
+
+
 def db_connection():
     """This thread's default connection itself: ``django.db.connection`` is a proxy that looks
     the connection up again on every attribute read, dozens of times per statement here."""
@@ -202,6 +205,28 @@ def insert(obj) -> None:
         cursor.execute(sql, params)
     obj._state.adding = False
     obj._state.db = db.alias
+
+
+def insert_new(objs: list) -> None:
+    """``INSERT`` new instances of one model in one statement, as ``bulk_create(objs,
+    ignore_conflicts=True)`` would: a row whose unique key exists already is skipped (its
+    instance stays unsaved), the rest are written with their ``pre_save`` values."""
+    if not objs:
+        return
+    db = db_connection()
+    model = type(objs[0])
+    fields = model._meta.concrete_fields
+    for start in range(0, len(objs), INSERT_BATCH):
+        batch = objs[start:start + INSERT_BATCH]
+        params = [field.get_db_prep_save(field.pre_save(obj, True), db) for obj in batch for field in fields]
+        key = ("insert_new", model, len(batch))
+        sql = _SQL.get(key)
+        if sql is None:
+            row = f"({', '.join(['%s'] * len(fields))})"
+            sql = _SQL[key] = (f"INSERT INTO {model._meta.db_table} ({', '.join(f.column for f in fields)}) "
+                               f"VALUES {', '.join([row] * len(batch))} ON CONFLICT DO NOTHING")
+        with db.cursor() as cursor:
+            cursor.execute(sql, params)
 
 
 def values(model, names: tuple[str, ...], where: dict, order_by: str = "") -> list[tuple]:

@@ -122,3 +122,19 @@ def test_a_receiver_of_init_signals_gets_them_for_rows_read(tmp_path):
     finally:
         post_init.disconnect(receiver, sender=Crawl)
     assert seen == [loaded.pk, claimed.pk]
+
+
+def test_insert_new_writes_new_rows_as_bulk_create_does_and_skips_existing_keys():
+    crawls, created = results_of_two_crawls()
+    snapshot = created[0].snapshot
+    existing = ArchiveResult.objects.get(pk=created[0].pk)
+    rows = [ArchiveResult(crawl=crawls[0], snapshot=snapshot, plugin=f"new{n}", hook_name="h", step=n % 10, background=n % 2 == 0)
+            for n in range(rowsql.INSERT_BATCH + 3)]  # two statements
+    clash = ArchiveResult(crawl=crawls[0], snapshot=snapshot, plugin=existing.plugin, hook_name=existing.hook_name, step=7)
+    rowsql.insert_new([*rows, clash])
+    assert ArchiveResult.objects.get(pk=existing.pk).step == existing.step  # left alone
+    assert not ArchiveResult.objects.filter(pk=clash.pk).exists()
+    for row in rows:
+        stored = ArchiveResult.objects.get(pk=row.pk)
+        assert (stored.plugin, stored.step, stored.background, stored.status) == (row.plugin, row.step, row.background, "queued")
+        assert stored.created_at is not None and stored.created_at == row.created_at
