@@ -138,50 +138,67 @@ def _archivable(url: str) -> bool:
     return is_valid_url(url)
 
 
+def hook_of(result: ArchiveResult) -> tuple[str, str, str]:
+    """What names a result's hook script: plugin, hook name, and the model it runs for."""
+    return result.plugin, result.hook_name, "Snapshot" if result.snapshot_id else "Crawl"
+
+
 @sideeffect
-def run_hook(result_id, attempt: int) -> None:
-    result = rowsql.load(ArchiveResult, [result_id], "crawl", "snapshot").get(result_id)
-    if result is None or result.status != "started" or result.attempts != attempt:
+def run_hook(result_id, attempt: int, named: tuple[str, str, str] | None = None) -> None:
+    """Run attempt ``attempt`` of a result's hook. ``named``: its :func:`hook_of`, if the
+    caller knows it; its turn and its fork are then asked for before the row is read."""
+    expected = find_hook(*named) if named else None
+    with SUPERVISORS.reserve(expected) as slot:
+        result = rowsql.load(ArchiveResult, [result_id], "crawl", "snapshot").get(result_id)
+        if result is None or result.status != "started" or result.attempts != attempt:
+            return
+        hook = find_hook(*hook_of(result))
+        if hook == expected:
+            _run_attempt(result, attempt, hook, slot)
+            return
+    with SUPERVISORS.reserve(hook) as slot:  # not named by the caller, or its scripts changed meanwhile
+        _run_attempt(result, attempt, hook, slot)
+
+
+def _run_attempt(result: ArchiveResult, attempt: int, hook: HookScript | None, slot: Slot) -> None:
+    """Prepare and run one attempt of ``result``'s hook, with the turn (and fork) in ``slot``."""
+    snapshot, crawl = result.snapshot, result.crawl
+    machine = Machine.current(settings.ENGINE.machine_id)
+    key = f"hook:{result.pk}:{attempt}"
+    base = crawl_dir(crawl.pk) if snapshot is None else snapshot.output_dir
+    pwd = base / result.plugin
+    if hook is None:
+        _record_failure(key, machine, result, pwd, f"hook script {result.plugin}/{result.hook_name} no longer exists")
         return
-    hook = find_hook(result.plugin, result.hook_name, "Snapshot" if result.snapshot_id else "Crawl")
-    with SUPERVISORS.reserve(hook) as slot:
-        snapshot, crawl = result.snapshot, result.crawl
-        machine = Machine.current(settings.ENGINE.machine_id)
-        key = f"hook:{result.pk}:{attempt}"
-        base = crawl_dir(crawl.pk) if snapshot is None else snapshot.output_dir
-        pwd = base / result.plugin
-        if hook is None:
-            _record_failure(key, machine, result, pwd, f"hook script {result.plugin}/{result.hook_name} no longer exists")
-            return
-        try:
-            layers = owner_layers(crawl, snapshot)
-            cat = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
-            config_env = to_env(cat.resolved(result.plugin, layers))
-            timeout = cat.timeout(result.plugin, layers)
-            wanted = url_filter(layers)
-        except ConfigError as err:
-            _record_failure(key, machine, result, pwd, f"config error: {err}")
-            return
-        env = {**runner.base_env(), **config_env, "DATA_DIR": str(settings.DATA_DIR), "CRAWL_DIR": str(crawl_dir(crawl.pk))}
-        if snapshot is not None:
-            env["SNAP_DIR"] = str(snapshot.output_dir)
-        cmd = hook_command(hook, url=snapshot.url if snapshot else None, snapshot_id=snapshot.pk if snapshot else None,
-                           crawl_id=crawl.pk, depth=snapshot.depth if snapshot else 0)
-        process_id = uuid7()
-        job = Supervised(None, env, forked if hook.ext == "py" and settings.ENGINE.forkserver else None, timeout,
-                         hook.background, result.pk, attempt, pwd, snapshot, crawl, wanted,
-                         cmd=cmd, logs=runner.log_paths(process_id, make=True))
+    try:
+        layers = owner_layers(crawl, snapshot)
+        cat = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
+        config_env = to_env(cat.resolved(result.plugin, layers))
+        timeout = cat.timeout(result.plugin, layers)
+        wanted = url_filter(layers)
+    except ConfigError as err:
+        _record_failure(key, machine, result, pwd, f"config error: {err}")
+        return
+    env = {**runner.base_env(), **config_env, "DATA_DIR": str(settings.DATA_DIR), "CRAWL_DIR": str(crawl_dir(crawl.pk))}
+    if snapshot is not None:
+        env["SNAP_DIR"] = str(snapshot.output_dir)
+    cmd = hook_command(hook, url=snapshot.url if snapshot else None, snapshot_id=snapshot.pk if snapshot else None,
+                       crawl_id=crawl.pk, depth=snapshot.depth if snapshot else 0)
+    process_id = uuid7()
+    job = Supervised(None, env, forked if hook.ext == "py" and settings.ENGINE.forkserver else None, timeout,
+                     hook.background, result.pk, attempt, pwd, snapshot, crawl, wanted,
+                     cmd=cmd, logs=runner.log_paths(process_id, make=True))
 
-        def create() -> tuple[Process, bool]:
-            """The hook's Process row (and whether it is new), then its folder (a held fork
-            makes it too, meanwhile)."""
-            created = runner.create(kind=Process.Kind.HOOK, cmd=cmd, pwd=pwd, env=env, timeout=timeout, machine=machine,
-                                    parent=current_worker(), key=key, archiveresult_id=result.pk, attempt=attempt,
-                                    label=f"{result.plugin}/{result.hook_name}", id=process_id)
-            pwd.mkdir(parents=True, exist_ok=True)
-            return created
+    def create() -> tuple[Process, bool]:
+        """The hook's Process row (and whether it is new), then its folder (a held fork
+        makes it too, meanwhile)."""
+        created = runner.create(kind=Process.Kind.HOOK, cmd=cmd, pwd=pwd, env=env, timeout=timeout, machine=machine,
+                                parent=current_worker(), key=key, archiveresult_id=result.pk, attempt=attempt,
+                                label=f"{result.plugin}/{result.hook_name}", id=process_id)
+        pwd.mkdir(parents=True, exist_ok=True)
+        return created
 
-        SUPERVISORS.run(job, create, slot)
+    SUPERVISORS.run(job, create, slot)
 
 
 @dataclass

@@ -273,7 +273,7 @@ def wait_for_attempt(result: ArchiveResult, process: AttemptView | None, owner, 
         if now < first_check:
             return Wait(min(deadline, first_check), "hook launch pending")
         return Wait(min(deadline, lost_check(result.started_at, now, config)), "hook launch lost?",
-                    (partial(hook_effects.run_hook, result.pk, result.attempts),))
+                    (partial(hook_effects.run_hook, result.pk, result.attempts, hook_effects.hook_of(result)),))
     if owner.is_final:
         return Wait(min(deadline, now + seconds(config.hook_kill_grace + 2)), "being stopped")
     return Wait(deadline, "hook running")

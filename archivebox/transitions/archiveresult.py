@@ -20,7 +20,7 @@ def transition_archiveresult_queued_to_started(result: ArchiveResult, *, now: dt
     attempt = result.attempts + 1
     return move(result, "queued", "started", now=now, claim=claim, retry_at=check_at,
                 fields={"attempts": attempt, "started_at": now, "finished_at": None},
-                then=[partial(hook_effects.run_hook, result.pk, attempt)])
+                then=[partial(hook_effects.run_hook, result.pk, attempt, hook_effects.hook_of(result))])
 
 
 def transition_archiveresult_queued_to_skipped(result: ArchiveResult, *, now: dt.datetime, reason: str, claim=None) -> bool:

@@ -20,7 +20,9 @@ from archivebox.config import ConfigError
 from archivebox.core.models import ArchiveResult, Machine, Process
 from archivebox.hooks.config import coerce
 from archivebox.hooks.discovery import find_hooks, find_plugins
-from archivebox.process import runner
+from archivebox.process import forkclient, runner
+from archivebox.sideeffects import hooks as hook_effects
+from archivebox.sideeffects.hooks import run_hook
 from archivebox.process.sweep import sweep_machine
 
 from .util import (
@@ -290,3 +292,29 @@ def test_a_forked_hook_imports_nothing_the_fork_server_has_not_preloaded(tmp_pat
     assert done.returncode == 0, done.stderr
     preloaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
     assert sorted(in_child - preloaded) == []
+
+
+def test_a_launch_request_naming_another_hook_runs_the_results_own_hook(use_plugins):
+    """The launch request names the hook so that its fork is asked for before the row is
+    read; if the name is stale (the scripts changed meanwhile), the row's own hook runs."""
+    use_plugins("h_args")
+    snapshot = make_snapshot("https://example.com/named")
+    result = started_result(snapshot, "h_args", "on_Snapshot__10_args.py")
+    run_hook.run(result.pk, result.attempts, ("h_args", "on_Snapshot__11_args.sh", "Snapshot"))
+    key = f"hook:{result.pk}:{result.attempts}"
+    wait_until(lambda: Process.objects.filter(key=key, status="exited").exists(), timeout=30, message="the hook to end")
+    process = Process.objects.get(key=key)
+    assert process.exit_code == 0 and process.cmd[2].endswith("h_args/on_Snapshot__10_args.py"), process.cmd
+
+
+def test_a_stale_launch_request_calls_off_the_fork_it_asked_for(use_plugins):
+    """A duplicate request (the attempt started already) starts nothing, and the fork held
+    for it ends without running the script."""
+    use_plugins("h_args")
+    snapshot = make_snapshot("https://example.com/stale")
+    result = started_result(snapshot, "h_args", "on_Snapshot__10_args.py", attempts=2)
+    run_hook.run(result.pk, 1, hook_effects.hook_of(result))  # attempt 1 is over
+    server = psutil.Process(forkclient.CLIENT._handle.pid)
+    wait_until(lambda: not server.children(), timeout=10, message="the held fork to end")
+    assert not Process.objects.filter(archiveresult=result).exists()
+    assert not (snapshot.output_dir / "h_args").exists()
