@@ -23,11 +23,11 @@ def db_connection():
 
 
 def db_datetime(value: dt.datetime | None, db=None):
-    return (db or db_connection()).ops.adapt_datetimefield_value(value)
+    return (db if db is not None else db_connection()).ops.adapt_datetimefield_value(value)
 
 
 def db_pk(model, pk, db=None):
-    return model._meta.pk.get_db_prep_value(pk, db or db_connection())
+    return model._meta.pk.get_db_prep_value(pk, db if db is not None else db_connection())
 
 
 def dispatch_claim(model, statuses, now: dt.datetime, token: dt.datetime, limit: int, ids=None) -> list:
@@ -320,7 +320,7 @@ class _Reader:
         return ", ".join(f"{alias}.{f.column}" if alias else f.column for f in self.fields)
 
     def convert(self, row, db=None) -> tuple:
-        db = db or db_connection()
+        db = db if db is not None else db_connection()
         values = list(row)
         for index, expression, chain in self.converters:
             value = values[index]
@@ -331,7 +331,7 @@ class _Reader:
 
     def instance(self, row, db=None):
         """A model instance from raw column values, converted as the ORM would."""
-        db = db or db_connection()
+        db = db if db is not None else db_connection()
         return self.model.from_db(db.alias, self.attnames, self.convert(row, db))
 
 
