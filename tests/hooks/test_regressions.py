@@ -318,3 +318,17 @@ def test_a_stale_launch_request_calls_off_the_fork_it_asked_for(use_plugins):
     wait_until(lambda: not server.children(), timeout=10, message="the held fork to end")
     assert not Process.objects.filter(archiveresult=result).exists()
     assert not (snapshot.output_dir / "h_args").exists()
+
+
+def test_a_stale_launch_request_of_a_shell_hook_leaves_no_log_files(use_plugins):
+    """A shell hook's log files are made while its row is read; a request for an attempt
+    that is over removes them again."""
+    use_plugins("h_args")
+    snapshot = make_snapshot("https://example.com/stale-sh")
+    result = started_result(snapshot, "h_args", "on_Snapshot__11_args.sh", attempts=2)
+    logs = settings.LOGS_DIR / "processes"
+    before = set(logs.rglob("*.log"))
+    run_hook.run(result.pk, 1, hook_effects.hook_of(result))  # attempt 1 is over
+    assert set(logs.rglob("*.log")) == before
+    assert not Process.objects.filter(archiveresult=result).exists()
+    assert not (snapshot.output_dir / "h_args").exists()
