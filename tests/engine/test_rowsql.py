@@ -108,7 +108,7 @@ def test_rows_read_by_the_orm_are_the_instances_its_init_would_build():
     assert Crawl.objects.get(pk=crawls[0].pk).config == {"changed": True}
 
 
-def test_a_receiver_of_init_signals_gets_them_for_rows_read(tmp_path):
+def test_a_receiver_of_init_signals_gets_them_for_rows_read():
     crawls, _ = results_of_two_crawls()
     seen = []
 
