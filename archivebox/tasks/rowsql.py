@@ -82,15 +82,10 @@ def count_due(model, statuses, now: dt.datetime) -> int:
 
 def next_due(model, statuses, now: dt.datetime) -> dt.datetime | None:
     """The earliest future ``retry_at`` among rows of these statuses."""
-    db = db_connection()
     row = _by_retry_at(model, "retry_at", ">", statuses, now, " ORDER BY retry_at LIMIT 1")
     if row is None:
         return None
-    field = model._meta.get_field("retry_at")
-    value = row[0]
-    for convert in db.ops.get_db_converters(field.get_col(model._meta.db_table)):
-        value = convert(value, field.get_col(model._meta.db_table), db)
-    return value
+    return _reader(model, ("retry_at",)).convert(row, db_connection())[0]
 
 
 def _by_due_index(model) -> str:
@@ -196,13 +191,8 @@ def insert(obj) -> None:
     model = type(obj)
     fields = model._meta.concrete_fields
     params = [field.get_db_prep_save(field.pre_save(obj, True), db) for field in fields]
-    key = ("insert", model)
-    sql = _SQL.get(key)
-    if sql is None:
-        sql = _SQL[key] = (f"INSERT INTO {model._meta.db_table} ({', '.join(f.column for f in fields)}) "
-                           f"VALUES ({', '.join(['%s'] * len(fields))})")
     with db.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(_insert_sql(model, 1), params)
     obj._state.adding = False
     obj._state.db = db.alias
 
@@ -219,14 +209,20 @@ def insert_new(objs: list) -> None:
     for start in range(0, len(objs), INSERT_BATCH):
         batch = objs[start:start + INSERT_BATCH]
         params = [field.get_db_prep_save(field.pre_save(obj, True), db) for obj in batch for field in fields]
-        key = ("insert_new", model, len(batch))
-        sql = _SQL.get(key)
-        if sql is None:
-            row = f"({', '.join(['%s'] * len(fields))})"
-            sql = _SQL[key] = (f"INSERT INTO {model._meta.db_table} ({', '.join(f.column for f in fields)}) "
-                               f"VALUES {', '.join([row] * len(batch))} ON CONFLICT DO NOTHING")
         with db.cursor() as cursor:
-            cursor.execute(sql, params)
+            cursor.execute(_insert_sql(model, len(batch), " ON CONFLICT DO NOTHING"), params)
+
+
+def _insert_sql(model, rows: int, tail: str = "") -> str:
+    """``INSERT`` of ``rows`` rows of every concrete column of ``model``."""
+    key = ("insert", model, rows, tail)
+    sql = _SQL.get(key)
+    if sql is None:
+        fields = model._meta.concrete_fields
+        row = f"({', '.join(['%s'] * len(fields))})"
+        sql = _SQL[key] = (f"INSERT INTO {model._meta.db_table} ({', '.join(f.column for f in fields)}) "
+                           f"VALUES {', '.join([row] * rows)}{tail}")
+    return sql
 
 
 def values(model, names: tuple[str, ...], where: dict, order_by: str = "") -> list[tuple]:
@@ -250,10 +246,10 @@ def values(model, names: tuple[str, ...], where: dict, order_by: str = "") -> li
 def load(model, pks, *relations: str) -> dict:
     """``{pk: instance}`` for the rows ``pks``, read in one statement, with the foreign keys
     ``relations`` loaded too (as :func:`attach` does, in the same statement)."""
-    db = db_connection()
     pks = list(dict.fromkeys(pks))
     if not pks:
         return {}
+    db = db_connection()
     reader, related = _reader(model), _related(model, relations)
     key = ("load", model, relations, len(pks))
     sql = _SQL.get(key)
@@ -277,9 +273,9 @@ def attach(objects: list, *relations: str) -> None:
     relation) and set them on the objects (what select_related does, without building a
     QuerySet). A related model's ``lazy_fields`` (bulky columns its readers here do not
     need, such as a crawl's list of seed URLs) stay deferred: reading one loads it then."""
-    db = db_connection()
     if not objects or not relations:
         return
+    db = db_connection()
     model = type(objects[0])
     by_pk = {obj.pk: obj for obj in objects}
     related, pk_reader = _related(model, relations), _reader(model, (model._meta.pk.name,))
@@ -319,8 +315,7 @@ class _Reader:
     def columns(self, alias: str) -> str:
         return ", ".join(f"{alias}.{f.column}" if alias else f.column for f in self.fields)
 
-    def convert(self, row, db=None) -> tuple:
-        db = db if db is not None else db_connection()
+    def convert(self, row, db) -> tuple:
         values = list(row)
         for index, expression, chain in self.converters:
             value = values[index]
@@ -329,9 +324,8 @@ class _Reader:
             values[index] = value
         return tuple(values)
 
-    def instance(self, row, db=None):
+    def instance(self, row, db):
         """A model instance from raw column values, converted as the ORM would."""
-        db = db if db is not None else db_connection()
         return self.model.from_db(db.alias, self.attnames, self.convert(row, db))
 
 
