@@ -24,7 +24,7 @@ from pathlib import Path
 
 import psutil
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from archivebox.core.models import Machine, Process
@@ -42,6 +42,11 @@ LAUNCH_GRACE = 60.0
 START_TIME_TOLERANCE = 0.05
 # A process started but not recorded as running is stopped: SIGTERM, this grace, SIGKILL.
 UNRECORDED_KILL_GRACE = 1.0
+# How long a write about a process (its start, its outcome) is retried while the database
+# is away (a restart). A started process runs on meanwhile; this is well under
+# LAUNCH_GRACE, after which a row still queued counts as never launched.
+RECORD_START_PATIENCE = 20.0
+RECORD_PATIENCE = 60.0
 
 
 def base_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -151,13 +156,13 @@ def launch(row: Process, env: Mapping[str, str], deadline_grace: float = 30.0, s
     handle = (spawner or popen_spawner)(list(row.cmd), row.pwd, env, stdout_path, stderr_path)
     now = timezone.now()
     deadline = now + dt.timedelta(seconds=(row.timeout or 0) + deadline_grace)
+    fields = dict(pid=handle.pid, pid_started=start_time(handle.pid), started_at=now,
+                  stdout_path=str(stdout_path), stderr_path=str(stderr_path))
     try:
-        move(row, "queued", "running", now=now, retry_at=deadline, fields=dict(
-            pid=handle.pid, pid_started=start_time(handle.pid), started_at=now,
-            stdout_path=str(stdout_path), stderr_path=str(stderr_path),
-        ))
+        persistently(lambda: move(row, "queued", "running", now=now, retry_at=deadline, fields=fields),
+                     row.label, patience=RECORD_START_PATIENCE)
     except BaseException:
-        # Its row cannot say it runs (the database is away): nobody would watch it or
+        # Its row cannot say it runs (the database stayed away): nobody would watch it or
         # enforce its timeout, so it must not go on running.
         logger.warning("%s started (pid %s) but its row could not record it: stopping it", row.label, handle.pid)
         _stop(handle.pid, _family(handle.pid, row.pwd, set), UNRECORDED_KILL_GRACE)
@@ -167,6 +172,25 @@ def launch(row: Process, env: Mapping[str, str], deadline_grace: float = 30.0, s
             logger.warning("%s (pid %s) did not exit after SIGKILL", row.label, handle.pid)
         raise
     return Running(row, handle)
+
+
+def persistently(write: Callable[[], None], label: str, patience: float = RECORD_PATIENCE) -> None:
+    """Run ``write``, retrying on a new connection while the database is unreachable
+    (a restart), for up to ``patience`` seconds: a process's start or outcome is not
+    dropped for a blip. ``write`` must be safe to repeat (a compare-and-swap is)."""
+    deadline = time.monotonic() + patience
+    pause = 0.1
+    while True:
+        try:
+            write()
+            return
+        except (OperationalError, InterfaceError) as err:
+            connection.close()
+            if time.monotonic() + pause > deadline:
+                raise
+            logger.warning("%s: cannot write to the database yet, retrying in %.1fs: %s", label, pause, err)
+            time.sleep(pause)
+            pause = min(pause * 2, 2.0)
 
 
 def start_time(pid: int) -> float | None:

@@ -23,7 +23,7 @@ from functools import partial
 from pathlib import Path
 
 from django.conf import settings
-from django.db import DatabaseError, InterfaceError, OperationalError, connection
+from django.db import DatabaseError, connection
 
 from archivebox.broker import shutting_down
 from archivebox.config import ConfigError
@@ -45,8 +45,6 @@ from archivebox.tasks import rowsql
 
 logger = logging.getLogger(__name__)
 
-# How long a supervisor keeps trying to record a hook's outcome while the database is away.
-RECORD_PATIENCE = 60.0
 INTERPRETERS = {"py": [sys.executable, "-I"], "sh": ["sh"], "js": ["node"]}
 
 
@@ -264,26 +262,7 @@ def watch(job: Supervised, running: runner.Running, abandoned: threading.Event |
         runner.finish(job.row, exit_code, reason, report.to_json(), ended_at=running.exited_at)
         wake_rows(ArchiveResult, [job.result_id])
 
-    persistently(record, job.row.label)
-
-
-def persistently(write: Callable[[], None], label: str, patience: float = RECORD_PATIENCE) -> None:
-    """Run ``write``, retrying on a new connection while the database is unreachable
-    (a restart), for up to ``patience`` seconds: a hook's outcome is not dropped for a
-    blip. After that the Process row's deadline is the fallback."""
-    deadline = time.monotonic() + patience
-    pause = 0.1
-    while True:
-        try:
-            write()
-            return
-        except (OperationalError, InterfaceError) as err:
-            connection.close()
-            if time.monotonic() + pause > deadline:
-                raise
-            logger.warning("%s: cannot record the outcome yet, retrying in %.1fs: %s", label, pause, err)
-            time.sleep(pause)
-            pause = min(pause * 2, 2.0)
+    runner.persistently(record, job.row.label)
 
 
 class Supervisors:

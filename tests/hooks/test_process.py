@@ -291,8 +291,8 @@ def test_hook_rows_point_at_the_worker_row_of_the_consumer_that_ran_them(tmp_pat
 
 
 def test_a_process_whose_start_cannot_be_recorded_is_stopped(tmp_path, monkeypatch):
-    """If the row cannot be moved to running (the database is away), the process it
-    started is stopped at once: nobody would watch it or enforce its timeout."""
+    """If the row cannot be moved to running (the database stays away), the process it
+    started is stopped: nobody would watch it or enforce its timeout."""
     from django.db import OperationalError
 
     started = []
@@ -306,10 +306,35 @@ def test_a_process_whose_start_cannot_be_recorded_is_stopped(tmp_path, monkeypat
 
     row = new_row(["sh", "-c", "sleep 60"], tmp_path)
     monkeypatch.setattr(runner, "move", refuse)
+    monkeypatch.setattr(runner, "RECORD_START_PATIENCE", 0.5)
     with pytest.raises(OperationalError):
         runner.launch(row, runner.base_env(), spawner=spawn)
     assert started and started[0].returncode is not None  # stopped and reaped
     assert pid_dead(started[0].pid)
+
+
+def test_a_process_started_during_a_database_blip_keeps_running_once_its_start_is_recorded(tmp_path, monkeypatch):
+    """A database restart between the spawn and the row's move to running (seen in a
+    scale test with Postgres restarted mid-run) costs a retry, not the running hook."""
+    from django.db import OperationalError
+
+    real_move, refused = runner.move, []
+
+    def flaky(*args, **kwargs):
+        if len(refused) < 2:
+            refused.append(True)
+            raise OperationalError("server closed the connection unexpectedly")
+        return real_move(*args, **kwargs)
+
+    row = new_row(["sh", "-c", "sleep 2; echo done"], tmp_path)
+    monkeypatch.setattr(runner, "move", flaky)
+    running = runner.launch(row, runner.base_env())
+    monkeypatch.setattr(runner, "move", real_move)
+    assert len(refused) == 2
+    assert running.handle.poll() is None  # still running
+    assert Process.objects.get(pk=row.pk).status == "running"
+    assert runner.wait(running, timeout=10) == (0, "")
+    assert Path(Process.objects.get(pk=row.pk).stdout_path).read_text() == "done\n"
 
 
 def test_the_leftovers_of_an_exited_hook_never_include_another_process_that_took_its_pid(tmp_path):
