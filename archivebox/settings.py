@@ -108,6 +108,7 @@ INSTALLED_APPS = [
     "huey_monitor",
     "archivebox.core",
     "archivebox.web",
+    "archivebox.apps.EngineConfig",
 ]
 
 MIDDLEWARE = [

@@ -52,7 +52,7 @@ def setup_child(concurrency: int):
     for alias in settings.DATABASES:
         call_command("migrate", database=alias, verbosity=0)
     from archivebox.core.models import Crawl  # noqa: PLC0415
-    from archivebox.tasks import pool  # noqa: PLC0415,F401 - registers the real actor types and tasks
+    from archivebox import pools  # noqa: PLC0415,F401 - the pools as huey_consumer loads them
     from archivebox.tasks.registry import ActorType, Go, register  # noqa: PLC0415
     from archivebox.transitions.cas import move  # noqa: PLC0415
     from archivebox.transitions.crawl import transition_crawl_give_up  # noqa: PLC0415

@@ -57,12 +57,13 @@ def child(mode: str, workload: str, tasks: int, workers: int, flush_interval: fl
     from huey.signals import SIGNAL_COMPLETE  # noqa: PLC0415
 
     from archivebox.core.models import Crawl  # noqa: PLC0415
-    from archivebox.tasks import pool, ticks  # noqa: PLC0415
+    from archivebox import pools  # noqa: PLC0415
+    from archivebox.tasks import ticks  # noqa: PLC0415
     from archivebox.tasks.registry import ActorType, Wait, register  # noqa: PLC0415
     from archivebox.transitions.crawl import transition_crawl_give_up  # noqa: PLC0415
     from archivebox.web import monitor  # noqa: PLC0415
 
-    huey = pool.huey
+    huey = pools.ticks
     if flush_interval:
         monitor.RECORDER.flush_interval = flush_interval
     if mode == "stock":

@@ -2,7 +2,7 @@
 
 Each run starts its own Postgres and Redis on 127.0.0.1 (Debian's ``postgresql`` and
 ``redis-server``; see tests/scale/servers.py), a fresh database per measurement, and
-real consumer processes (the ``ticks`` queue, as ``huey_consumer archivebox.tasks.huey``
+real consumer processes (the ``ticks`` queue, as ``huey_consumer archivebox.pools.ticks``
 runs it) with a bench actor type whose tick is claim + read + one CAS write, as in
 bench_engine.py. Figures are printed; nothing is asserted.
 
@@ -55,7 +55,7 @@ def setup_child(concurrency: int):
 
     boot.setup()
     from archivebox.core.models import Crawl  # noqa: PLC0415
-    from archivebox.tasks import pool  # noqa: PLC0415,F401 - registers the real actor types and tasks
+    from archivebox import pools  # noqa: PLC0415,F401 - the pools as huey_consumer loads them
     from archivebox.tasks.registry import ActorType, Go, register  # noqa: PLC0415
     from archivebox.transitions.cas import move  # noqa: PLC0415
     from archivebox.transitions.crawl import transition_crawl_give_up  # noqa: PLC0415
@@ -82,7 +82,7 @@ def child_migrate() -> dict:
 
 
 def child_consumer(workers: int, concurrency: int, samples: str) -> None:
-    """A ticks consumer process, like ``huey_consumer archivebox.tasks.huey -w N``, until SIGINT.
+    """A ticks consumer process, like ``huey_consumer archivebox.pools.ticks -w N``, until SIGINT.
 
     Every tick start of a labelled row (``kind:due timestamp``) is appended to ``samples``.
     """

@@ -67,11 +67,11 @@ class Collection:
         return self
 
     def start_consumer(self, pool: str, workers: int = 4, env: dict | None = None, name: str | None = None) -> subprocess.Popen:
-        """``huey_consumer archivebox.<pool>.huey -w N`` with its output in a log file."""
+        """``huey_consumer archivebox.pools.<pool> -w N`` (``ticks`` or ``sideeffects``) with its output in a log file."""
         log = self.root / f"{name or pool}-{len(self.logs)}.log"
         self.logs.append(log)
         with open(log, "wb") as out:
-            proc = subprocess.Popen([str(VENV_BIN / "huey_consumer"), f"archivebox.{pool}.huey", "-w", str(workers)],
+            proc = subprocess.Popen([str(VENV_BIN / "huey_consumer"), f"archivebox.pools.{pool}", "-w", str(workers)],
                                     cwd=self.root, env={**self.env, **(env or {})}, stdout=out, stderr=subprocess.STDOUT,
                                     start_new_session=True)
         self.consumers.append(proc)

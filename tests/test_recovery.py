@@ -32,19 +32,19 @@ def test_sigkilled_pools_recover_without_overlap_or_loss(tmp_path):
     rng = random.Random(int(os.environ.get("RECOVERY_SEED", "7")))
     killed_at: dict[int, float] = {}
 
-    pools = {"tasks": collection.start_consumer("tasks", 4), "sideeffects": collection.start_consumer("sideeffects", 8)}
+    pools = {"ticks": collection.start_consumer("ticks", 4), "sideeffects": collection.start_consumer("sideeffects", 8)}
     for round_ in range(6):
         # Let some work happen, then kill one pool (or both) at a random moment.
         deadline = time.monotonic() + rng.uniform(0.5, 2.0)
         wait_until(lambda: time.monotonic() >= deadline, timeout=5, interval=0.02, message="a random moment")
-        victims = rng.choice([["tasks"], ["sideeffects"], ["tasks", "sideeffects"]])
+        victims = rng.choice([["ticks"], ["sideeffects"], ["ticks", "sideeffects"]])
         for name in victims:
             proc = pools[name]
             os.killpg(proc.pid, signal.SIGKILL)
             killed_at[proc.pid] = time.time()
             proc.wait()
         for name in victims:
-            pools[name] = collection.start_consumer(name, 4 if name == "tasks" else 8)
+            pools[name] = collection.start_consumer(name, 4 if name == "ticks" else 8)
 
     restarted = time.monotonic()
     try:

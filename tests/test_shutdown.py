@@ -27,7 +27,7 @@ def alive(pid: int) -> bool:
 def test_one_signal_stops_the_running_hook_records_it_and_a_restart_finishes(tmp_path, sig):
     collection = Collection(tmp_path / "data", plugins="sleepy", extra_env={**FAST, "HOOK_KILL_GRACE": "2"}).init()
     collection.cli("add", "--bg", "https://example.com/slow")
-    ticks = collection.start_consumer("tasks", 2)
+    ticks = collection.start_consumer("ticks", 2)
     effects = collection.start_consumer("sideeffects", 2, env={"SLEEPY_SECONDS": "60"})
     hook = wait_until(lambda: running_hook(collection), timeout=30, message="the hook to run")
 
@@ -57,7 +57,7 @@ def test_one_signal_stops_the_running_hook_records_it_and_a_restart_finishes(tmp
 def test_a_second_signal_exits_at_once_and_leaves_no_hook_behind(tmp_path):
     collection = Collection(tmp_path / "data", plugins="stubborn", extra_env={**FAST, "HOOK_KILL_GRACE": "60"}).init()
     collection.cli("add", "--bg", "https://example.com/stubborn")
-    collection.start_consumer("tasks", 2)
+    collection.start_consumer("ticks", 2)
     effects = collection.start_consumer("sideeffects", 2)
     hook = wait_until(lambda: running_hook(collection), timeout=30, message="the hook to run")
 
@@ -81,7 +81,7 @@ def test_hooks_waiting_for_a_hook_thread_at_shutdown_are_closed_and_run_after_a_
     collection = Collection(tmp_path / "data", plugins="sleepy",
                             extra_env={**FAST, "HOOK_KILL_GRACE": "2", "HOOK_CONCURRENCY": "1", "SNAPSHOT_MAX_ACTIVE": "4"}).init()
     collection.cli("add", "--bg", "https://example.com/slow/1", "https://example.com/slow/2")
-    ticks = collection.start_consumer("tasks", 2)
+    ticks = collection.start_consumer("ticks", 2)
     effects = collection.start_consumer("sideeffects", 2, env={"SLEEPY_SECONDS": "60"})
     wait_until(lambda: running_hook(collection), timeout=30, message="the first hook to run")
     wait_until(lambda: collection.query("SELECT id FROM core_process WHERE kind='hook' AND status='queued'"),

@@ -10,8 +10,8 @@ BULK = 10_000
 def test_no_database_is_locked_with_four_consumers_and_a_bulk_add(tmp_path):
     collection = Collection(tmp_path / "data", plugins="noop", extra_env={"SNAPSHOT_MAX_ACTIVE": "16"}).init()
     collection.cli("add", "--bg", input="\n".join(f"https://example.com/warmup/{i}" for i in range(200)))
-    collection.start_consumer("tasks", 4)
-    collection.start_consumer("tasks", 4)
+    collection.start_consumer("ticks", 4)
+    collection.start_consumer("ticks", 4)
     collection.start_consumer("sideeffects", 8)
     collection.start_consumer("sideeffects", 8)
     wait_until(lambda: collection.scalar("SELECT COUNT(*) FROM core_archiveresult WHERE status='succeeded'") >= 20,

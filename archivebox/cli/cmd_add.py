@@ -23,8 +23,9 @@ from archivebox.core.models import ArchiveResult, Crawl
 from archivebox.core.urlcheck import InvalidURL, check_url
 from archivebox.core.urlinput import InputError, candidates
 from archivebox.hooks.catalog import catalog, layers
-from archivebox.process.embedded import EmbeddedWorkers
-from archivebox.tasks import registry, rowsql
+from archivebox.pools import EmbeddedWorkers
+from archivebox.core import rowsql
+from archivebox.tasks import registry
 from archivebox.tasks.dispatch import kick
 
 

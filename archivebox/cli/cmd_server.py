@@ -2,7 +2,7 @@
 
 ADDR:PORT defaults to 127.0.0.1:8000. The server is waitress (multi-threaded WSGI). With
 --no-workers only the web UI runs: start workers elsewhere (`archivebox worker`, or
-`huey_consumer` on archivebox.tasks.huey and archivebox.sideeffects.huey). Log in with a
+`huey_consumer` on archivebox.pools.ticks and archivebox.pools.sideeffects). Log in with a
 user made by `archivebox manage createsuperuser`. GET /health/ needs no login.
 """
 
@@ -18,7 +18,7 @@ from django.core.management import call_command
 from archivebox.cli import CommandError
 from archivebox.cli.cmd_worker import pool_sizes
 from archivebox.cli.common import setup_django
-from archivebox.process.embedded import EmbeddedWorkers
+from archivebox.pools import EmbeddedWorkers
 from archivebox.web.server import BadAddress, WebServer, parse_bind
 
 

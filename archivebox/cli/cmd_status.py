@@ -70,7 +70,7 @@ def format_report(report: dict) -> str:
     lines.append(_row("Busy slots", str(report["busy_slots"])))
     if not report["healthy"]:
         lines.append("Not all of orchestrator, ticks pool and side-effects pool are alive: run `archivebox worker` or "
-                     "`archivebox server`, or `huey_consumer archivebox.tasks.huey` and `huey_consumer archivebox.sideeffects.huey`.")
+                     "`archivebox server`, or `huey_consumer archivebox.pools.ticks` and `huey_consumer archivebox.pools.sideeffects`.")
     return "\n".join(lines)
 
 

@@ -12,8 +12,8 @@ import time
 from archivebox.cli.common import parse_uuid, setup_django
 from archivebox.core.models import ArchiveResult, Snapshot
 from archivebox.cli.progress import pools_alive
-from archivebox.process.embedded import EmbeddedWorkers
-from archivebox.transitions.actions import retry_failed
+from archivebox.pools import EmbeddedWorkers
+from archivebox.tasks.actions import retry_failed
 
 
 def register(parser) -> None:

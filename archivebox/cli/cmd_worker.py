@@ -2,8 +2,8 @@
 
 Pool sizes default to TICKS_WORKERS and SIDEEFFECTS_WORKERS (else 4 and 16). For separate
 pools (or many machines) run the stock consumer on each queue instead:
-``huey_consumer archivebox.tasks.huey -w "$TICKS_WORKERS"`` and
-``huey_consumer archivebox.sideeffects.huey -w "$SIDEEFFECTS_WORKERS"``.
+``huey_consumer archivebox.pools.ticks -w "$TICKS_WORKERS"`` and
+``huey_consumer archivebox.pools.sideeffects -w "$SIDEEFFECTS_WORKERS"``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.conf import settings
 
 from archivebox.cli.common import at_least, setup_django
-from archivebox.process.embedded import EmbeddedWorkers
+from archivebox.pools import EmbeddedWorkers
 
 
 def register(parser) -> None:

@@ -49,6 +49,19 @@ class ForkedProcess:
         self.returncode: int | None = None
         self._orphaned = False  # the server died first: the exit code is lost
         self._buffer = b""
+        self.held = False  # waits for release() before it runs its script
+
+    def release(self) -> None:
+        """Let a held child run its script: its PID is recorded by now."""
+        if self.held:
+            try:
+                self.sock.sendall(GO)
+            except OSError as err:
+                raise ForkServerError(f"fork server: could not release pid {self.pid}: {err}") from err
+
+    def cancel(self) -> None:
+        """The run is off: a held child ends without running its script."""
+        self.sock.close()
 
     def wait(self, timeout: float | None = None) -> int | None:
         """The exit code. If the server dies first, the child (in its own group) is watched
@@ -91,14 +104,18 @@ class PendingFork:
         self._argv = list(argv)
         self._held = held
 
-    def prepare(self, argv: Sequence[str], cwd: str, env: Mapping[str, str], stdout: Path, stderr: Path) -> None:
+    def prepare(self, argv: Sequence[str], cwd: str, env: Mapping[str, str], stdout: Path, stderr: Path,
+                status: Path | None = None) -> None:
         """Send a held child its run: it opens its files and makes ``cwd`` meanwhile."""
         self._argv = list(argv)
-        self._send(_details(argv, cwd, env, stdout, stderr))
+        self._send(_details(argv, cwd, env, stdout, stderr, status))
+
+    def release(self) -> None:
+        """Let a held child run its script (it waits for this word: its PID is recorded first)."""
+        self._send(GO)
 
     def start(self) -> ForkedProcess:
-        if self._held:
-            self._send(GO)
+        """The forked child (its PID): a held one still waits for :meth:`release`."""
         sock = self._sock
         try:
             sock.settimeout(START_TIMEOUT)
@@ -117,6 +134,7 @@ class PendingFork:
             raise ForkServerError(f"fork server could not fork: {message['error']}")
         forked = ForkedProcess(sock, int(message["pid"]), self._argv)
         forked._buffer = rest
+        forked.held = self._held
         return forked
 
     def cancel(self) -> None:
@@ -137,8 +155,11 @@ class PendingFork:
         raise ForkServerError(f"fork server: {err}") from err
 
 
-def _details(argv: Sequence[str], cwd: str, env: Mapping[str, str], stdout: Path, stderr: Path) -> bytes:
-    return json.dumps({"argv": list(argv), "cwd": cwd, "env": dict(env), "stdout": str(stdout), "stderr": str(stderr)}).encode() + b"\n"
+def _details(argv: Sequence[str], cwd: str, env: Mapping[str, str], stdout: Path, stderr: Path, status: Path | None = None) -> bytes:
+    details = {"argv": list(argv), "cwd": cwd, "env": dict(env), "stdout": str(stdout), "stderr": str(stderr)}
+    if status is not None:
+        details["status"] = str(status)
+    return json.dumps(details).encode() + b"\n"
 
 
 class ForkClient:

@@ -160,6 +160,7 @@ def run_child(request: dict, script: types.CodeType | None = None, hold: int | N
     ``hold``: the caller's connection, for a held child to read its details and the word
     to start from (``early``: what the server read of it already). Never returns."""
     code = 1
+    status = None  # where the exit code goes, once the script has started
     try:
         os.setsid()
         for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGPIPE):
@@ -202,6 +203,7 @@ def run_child(request: dict, script: types.CodeType | None = None, hold: int | N
                 return  # the caller gave up on this run: the script never starts
             os.close(hold)
         os.chdir(request["cwd"])  # after the word: a held child's folder may be made meanwhile
+        status = request.get("status")
         try:
             run_script(argv[0], script)
             code = 0
@@ -216,8 +218,16 @@ def run_child(request: dict, script: types.CodeType | None = None, hold: int | N
         try:
             sys.stdout.flush()
             sys.stderr.flush()
+            if status:
+                write_status(status, code & 0xFF)
         finally:
             os._exit(code & 0xFF)
+
+
+def write_status(path: str, code: int) -> None:
+    """The exit code, for whoever records the run if its watcher is gone by then."""
+    with open(path, "w") as file:
+        file.write(f"{code}\n")
 
 
 class Server:

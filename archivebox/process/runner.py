@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from archivebox.core.models import Machine, Process
 from archivebox.lifecycle import notify
-from archivebox.tasks import rowsql
+from archivebox.core import rowsql
 from archivebox.transitions.cas import move
 
 logger = logging.getLogger(__name__)
@@ -99,6 +99,10 @@ def create(*, kind: str, cmd: Sequence[str], pwd: Path | str, env: Mapping[str, 
         return Process.objects.get(key=key), False
 
 
+class LaunchRefused(RuntimeError):
+    """The row of a process just started could not record it: the process was stopped unrun."""
+
+
 @dataclass
 class Running:
     """A launched subprocess and its row. ``handle`` is a Popen, or a hook forked by the
@@ -122,6 +126,17 @@ class PidfdPopen(subprocess.Popen):
 
     _pidfd: int | None = None
 
+    def release(self) -> None:
+        """Let a gated process run (see :data:`GATE`); a no-op for one started ungated."""
+        if self.stdin is not None:
+            self.stdin.write(b"go\n")
+            self.stdin.close()
+
+    def cancel(self) -> None:
+        """A gated process ends without running its command."""
+        if self.stdin is not None:
+            self.stdin.close()
+
     def wait(self, timeout=None):
         if timeout is None or self.returncode is not None or not hasattr(os, "pidfd_open"):
             return super().wait(timeout)
@@ -136,6 +151,39 @@ class PidfdPopen(subprocess.Popen):
         os.close(self._pidfd)
         self._pidfd = None
         return code
+
+
+# A hook's wrapper: it waits for the word on stdin (sent once its PID is recorded; the end
+# of the pipe, if its worker died first, means it must not run), then runs the hook with
+# stdin from /dev/null and writes its exit code to the status file ($0) for whoever
+# records the outcome, even if the worker that started it is gone by then.
+GATE = ('IFS= read -r go || exit 125\n'
+        'exec </dev/null\n'
+        '"$@"\n'
+        'code=$?\n'
+        'echo "$code" > "$0"\n'
+        'exit "$code"\n')
+NOT_RELEASED = 125  # the wrapper's exit code when it was never told to run
+
+
+def status_path(stdout_path: Path | str) -> Path:
+    """Where a hook's wrapper writes its exit code: beside its stdout log."""
+    return Path(str(stdout_path).removesuffix(".stdout.log") + ".exit")
+
+
+def read_status(path: Path | str) -> int | None:
+    """The exit code a hook's wrapper recorded, if it got that far."""
+    try:
+        return int(Path(path).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def gated_spawner(cmd: list, cwd: str, env: Mapping[str, str], stdout: Path, stderr: Path) -> subprocess.Popen:
+    """Start ``cmd`` held by :data:`GATE`: it does nothing until :meth:`PidfdPopen.release`."""
+    with open(stdout, "wb") as out, open(stderr, "wb") as err:
+        return PidfdPopen(["sh", "-c", GATE, str(status_path(stdout)), *cmd], cwd=cwd or None, env=dict(env),
+                          stdin=subprocess.PIPE, stdout=out, stderr=err, start_new_session=True, close_fds=True)
 
 
 def popen_spawner(cmd: list, cwd: str, env: Mapping[str, str], stdout: Path, stderr: Path) -> subprocess.Popen:
@@ -158,19 +206,26 @@ def launch(row: Process, env: Mapping[str, str], deadline_grace: float = 30.0, s
     deadline = now + dt.timedelta(seconds=(row.timeout or 0) + deadline_grace)
     fields = dict(pid=handle.pid, pid_started=start_time(handle.pid), started_at=now,
                   stdout_path=str(stdout_path), stderr_path=str(stderr_path))
+    recorded = []
     try:
-        persistently(lambda: move(row, "queued", "running", now=now, retry_at=deadline, fields=fields),
+        persistently(lambda: recorded.append(move(row, "queued", "running", now=now, retry_at=deadline, fields=fields)),
                      row.label, patience=RECORD_START_PATIENCE)
+        if not recorded[-1]:
+            raise LaunchRefused(f"{row.label}: its row is no longer queued (closed meanwhile)")
     except BaseException:
         # Its row cannot say it runs (the database stayed away): nobody would watch it or
-        # enforce its timeout, so it must not go on running.
+        # enforce its timeout, so it must not run. A held process ends without running.
         logger.warning("%s started (pid %s) but its row could not record it: stopping it", row.label, handle.pid)
+        if hasattr(handle, "cancel"):
+            handle.cancel()
         _stop(handle.pid, _family(handle.pid, row.pwd, set), UNRECORDED_KILL_GRACE)
         try:
             handle.wait(timeout=UNRECORDED_KILL_GRACE)
         except subprocess.TimeoutExpired:
             logger.warning("%s (pid %s) did not exit after SIGKILL", row.label, handle.pid)
         raise
+    if hasattr(handle, "release"):
+        handle.release()  # recorded with its PID: now it may work
     return Running(row, handle)
 
 

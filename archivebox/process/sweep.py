@@ -1,16 +1,17 @@
-"""Sweeping this machine's processes: close rows whose process is gone, kill orphans.
+"""Sweeping this machine's Process rows: close the rows of workers that are gone.
 
 Runs when a worker starts and periodically after. It only ever touches Process rows
 of its own machine, so many machines can sweep at once without stepping on each other.
+Hook rows left by a dead worker are the hook runner's to adopt or close
+(:mod:`archivebox.sideeffects.hookrun`); :func:`orphans` finds them.
 """
 
 from __future__ import annotations
 
 import logging
 
-from archivebox.core.models import ArchiveResult, Machine, Process
+from archivebox.core.models import Machine, Process
 from archivebox.process import runner
-from archivebox.sideeffects.wake import wake_rows
 
 logger = logging.getLogger(__name__)
 
@@ -23,37 +24,23 @@ def owner_alive(row: Process) -> bool:
     return parent.status == "running" and runner.is_running(parent.pid, parent.pid_started)
 
 
-def sweep_machine(machine: Machine, grace: float = 3.0, exclude_pid: int | None = None) -> int:
-    """Close or kill what this machine's dead workers left behind. Returns rows closed."""
+def sweep_workers(machine: Machine, exclude_pid: int | None = None) -> int:
+    """Close the rows of this machine's workers (and their helpers) whose process is gone."""
     closed = 0
-    for row in Process.objects.filter(machine=machine, status="queued", parent__isnull=False).select_related("parent"):
-        if not owner_alive(row) and runner.close_unlaunched(row, "never launched: its worker was gone"):
-            closed += 1
-            if row.archiveresult_id:
-                wake_rows(ArchiveResult, [row.archiveresult_id])
-    # Hooks first: stopping a dead worker's fork server would take its hooks' leaders with
-    # it, and a hook is swept by its group and .pid files, which need no leader.
-    rows = Process.objects.filter(machine=machine, status="running").select_related("parent")
-    for row in sorted(rows, key=lambda r: r.kind != Process.Kind.HOOK):
+    rows = Process.objects.filter(machine=machine, status="running").exclude(kind=Process.Kind.HOOK).select_related("parent")
+    for row in rows:
         if row.pid == exclude_pid:
             continue
-        alive = runner.is_running(row.pid, row.pid_started)
-        if row.kind == Process.Kind.WORKER:
-            if not alive:
-                closed += runner.finish(row, None, "gone: worker exited without closing its row")
-            continue
-        if row.parent_id is not None and owner_alive(row):
-            continue  # its worker is alive and waiting on it: the worker records the end
-        if alive and row.parent_id is None:
-            continue  # nobody to ask; the Process row's own deadline closes it
-        if alive:
+        if runner.is_running(row.pid, row.pid_started):
+            if row.kind == Process.Kind.WORKER or owner_alive(row):
+                continue
             logger.warning("killing orphaned %s (pid %s): its worker is gone", row.label, row.pid)
-            reason = "killed: its worker was gone"
-        else:
-            reason = "gone: no exit code was recorded"
-        runner.kill_orphan(row.pid, row.pid_started, row.pwd, grace)  # and whatever it left running
-        if runner.finish(row, None, reason):
-            closed += 1
-            if row.archiveresult_id:
-                wake_rows(ArchiveResult, [row.archiveresult_id])
+            runner.kill_orphan(row.pid, row.pid_started, row.pwd, grace=1.0)
+        closed += runner.finish(row, None, "gone: worker exited without closing its row")
     return closed
+
+
+def orphans(machine: Machine, status: str) -> list[Process]:
+    """This machine's hook rows in ``status`` whose worker is gone or unknown."""
+    rows = Process.objects.filter(machine=machine, status=status, kind=Process.Kind.HOOK).select_related("parent")
+    return [row for row in rows if row.parent_id is None or not owner_alive(row)]

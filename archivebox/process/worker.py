@@ -2,6 +2,8 @@
 
 On start it registers its Process row and sweeps what dead workers of this machine left
 behind; while running it heartbeats and sweeps periodically; on stop it closes its row.
+A pool that runs hooks passes its hook runner's ``sweep`` and ``stop`` (see
+:mod:`archivebox.pools`): this layer knows Process rows, not hooks.
 """
 
 from __future__ import annotations
@@ -9,23 +11,25 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 
 from django.conf import settings
 from django.db import close_old_connections
 
-from archivebox.core.models import ArchiveResult, Machine, Process
-from archivebox.process import forkclient, registry, runner
-from archivebox.process.sweep import sweep_machine
-from archivebox.sideeffects import hooks as hook_effects
-from archivebox.sideeffects.wake import wake_rows
+from archivebox.core.models import Machine
+from archivebox.process import forkclient, registry
+from archivebox.process.sweep import sweep_workers
 
 logger = logging.getLogger(__name__)
 
 
 class WorkerListener:
-    def __init__(self, consumer, pool: str):
+    def __init__(self, consumer, pool: str, sweep: Callable[[Machine, float, int], int] | None = None,
+                 stop: Callable[[object, bool], None] | None = None):
         self.consumer = consumer
         self.pool = pool
+        self.sweep_hooks = sweep
+        self.stop_hooks = stop
         self.config = settings.ENGINE
         self.row = None
         self.machine = None
@@ -61,27 +65,19 @@ class WorkerListener:
         stop short) are killed, so none outlives its worker."""
         if self.row is None:
             return
-        try:
-            left = hook_effects.SUPERVISORS.join(timeout=self.config.hook_kill_grace + 5 if graceful else 0.5)
-        except KeyboardInterrupt:
-            left = -1  # a second signal: stop waiting for the hooks to wind down
-        if left:
-            logger.warning("%s pool: hooks still running on the way out are killed", self.pool)
-            hook_effects.SUPERVISORS.abandoned.set()
-        for hook in Process.objects.filter(parent=self.row, status="running"):
-            logger.warning("%s pool: killing %s (pid %s) on the way out", self.pool, hook.label, hook.pid)
-            runner.kill_orphan(hook.pid, hook.pid_started, hook.pwd, grace=0.2)
-            if runner.finish(hook, None, "killed: its worker stopped at once") and hook.archiveresult_id:
-                wake_rows(ArchiveResult, [hook.archiveresult_id])
+        if self.stop_hooks is not None:
+            self.stop_hooks(self.row, graceful)
         forkclient.CLIENT.stop()
         registry.close_worker(self.row, "stopped")
         logger.info("%s pool stopped", self.pool)
 
     def _sweep(self) -> None:
-        closed = sweep_machine(self.machine, self.config.hook_kill_grace, exclude_pid=os.getpid())
+        closed = sweep_workers(self.machine, exclude_pid=os.getpid())
+        if self.sweep_hooks is not None:
+            closed += self.sweep_hooks(self.machine, self.config.hook_kill_grace, os.getpid())
         if closed:
             logger.warning("%s pool: closed %d Process rows left by dead workers", self.pool, closed)
 
 
-def listener_for(pool: str):
-    return lambda consumer: WorkerListener(consumer, pool)
+def listener_for(pool: str, sweep=None, stop=None):
+    return lambda consumer: WorkerListener(consumer, pool, sweep, stop)

@@ -10,9 +10,10 @@ from django.utils import timezone
 from archivebox.core.models import ArchiveResult, Crawl, Snapshot, Tag
 from archivebox.core.urlcheck import is_valid_url
 from archivebox.sideeffects.queue import sideeffect
-from archivebox.sideeffects.results import create_results, results_of
-from archivebox.sideeffects.wake import parked, wake_rows
-from archivebox.tasks import rowsql
+from archivebox.core.reads import parked, results_of
+from archivebox.sideeffects.results import create_results
+from archivebox.tasks.dispatch import wake_rows
+from archivebox.core import rowsql
 
 logger = logging.getLogger(__name__)
 

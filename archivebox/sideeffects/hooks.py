@@ -39,9 +39,10 @@ from archivebox.process.registry import current_worker
 from archivebox.process.threadpool import IDLE, ThreadPool
 from archivebox.sideeffects.crawl import create_snapshots
 from archivebox.sideeffects.queue import sideeffect
-from archivebox.sideeffects.results import owner_layers
-from archivebox.sideeffects.wake import wake_rows
-from archivebox.tasks import rowsql
+from archivebox.core import rowsql
+from archivebox.core.reads import find_hook, hook_of, owner_layers
+from archivebox.process import sweep
+from archivebox.tasks.dispatch import wake_rows
 
 logger = logging.getLogger(__name__)
 
@@ -60,25 +61,21 @@ def hook_command(hook: HookScript, *, url: str | None, snapshot_id, crawl_id, de
 
 
 def forked(cmd: list, cwd: str, env, stdout: Path, stderr: Path, pending: forkclient.PendingFork | None = None):
-    """Run a Python hook (``[python, -I, script, args...]``) as a fork of the pre-warmed
-    fork server (``pending``: its fork, asked for ahead); fall back to a fresh interpreter
-    if the server is unavailable."""
+    """Run a Python hook (``[python, -I, script, args...]``) as a held fork of the
+    pre-warmed fork server (``pending``: its fork, asked for ahead); fall back to a fresh
+    interpreter, held the same way, if the server is unavailable."""
     try:
-        return pending.start() if pending is not None else forkclient.CLIENT.spawn(cmd[2:], cwd, env, stdout, stderr)
+        if pending is None:
+            pending = forkclient.CLIENT.hold(cmd[2])
+            pending.prepare(cmd[2:], cwd, env, stdout, stderr, runner.status_path(stdout))
+        return pending.start()
     except forkclient.ForkServerError as err:
         logger.warning("%s; running %s in a new interpreter", err, Path(cmd[2]).name)
-        return runner.popen_spawner(cmd, cwd, env, stdout, stderr)
+        return runner.gated_spawner(cmd, cwd, env, stdout, stderr)
 
 
 def crawl_dir(crawl_id) -> Path:
     return settings.DATA_DIR / "crawls" / str(crawl_id)
-
-
-def find_hook(plugin: str, hook_name: str, model: str) -> HookScript | None:
-    for hook in catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).all_hooks(model):
-        if hook.plugin == plugin and hook.hook_name == hook_name:
-            return hook
-    return None
 
 
 def stop_reason(result_id, attempt: int) -> str | None:
@@ -134,11 +131,6 @@ def outlink_sink(snapshot: Snapshot | None, crawl: Crawl, wanted: Callable[[str]
 def _archivable(url: str) -> bool:
     """Outlinks pass the same check as URLs given to ``add``."""
     return is_valid_url(url)
-
-
-def hook_of(result: ArchiveResult) -> tuple[str, str, str]:
-    """What names a result's hook script: plugin, hook name, and the model it runs for."""
-    return result.plugin, result.hook_name, "Snapshot" if result.snapshot_id else "Crawl"
 
 
 @sideeffect
@@ -238,9 +230,13 @@ def launch_hook(job: Supervised) -> runner.Running | None:
         runner.close_unlaunched(job.row, "worker shutting down before the hook started")
         wake_rows(ArchiveResult, [job.result_id])
         return None
-    spawner = job.spawner if pending is None else partial(forked, pending=pending)
+    spawner = (job.spawner or runner.gated_spawner) if pending is None else partial(forked, pending=pending)
     try:
         return runner.launch(job.row, job.env, spawner=spawner, logs=job.logs)
+    except runner.LaunchRefused as err:
+        logger.warning("%s", err)
+        wake_rows(ArchiveResult, [job.result_id])
+        return None
     except OSError as err:
         runner.close_unlaunched(job.row, f"could not start: {err}", permanent=True)
         wake_rows(ArchiveResult, [job.result_id])
@@ -316,7 +312,7 @@ class Supervisors:
         slot.taken = True
         if slot.pending is not None:
             try:
-                slot.pending.prepare(job.cmd[2:], str(job.pwd), job.env, *job.logs)
+                slot.pending.prepare(job.cmd[2:], str(job.pwd), job.env, *job.logs, runner.status_path(job.logs[0]))
                 job.pending = slot.pending
             except forkclient.ForkServerError as err:
                 logger.debug("early fork for %s lost: %s", job.cmd[2], err)
@@ -434,3 +430,49 @@ def _record_failure(key: str, machine: Machine, result: ArchiveResult, pwd: Path
         runner.close_unlaunched(row, reason, permanent=True)
         logger.warning("%s: %s", row.label, reason)
     wake_rows(ArchiveResult, [result.pk])
+
+
+def sweep_hooks(machine: Machine, grace: float, exclude_pid: int | None = None) -> int:
+    """Close or kill the hooks this machine's dead workers left behind. Returns rows closed."""
+    closed = 0
+    for row in sweep.orphans(machine, "queued"):
+        if row.parent_id is not None and runner.close_unlaunched(row, "never launched: its worker was gone"):
+            closed += 1
+            wake_rows(ArchiveResult, [row.archiveresult_id])
+    for row in sweep.orphans(machine, "running"):
+        if row.pid == exclude_pid:
+            continue
+        if runner.is_running(row.pid, row.pid_started):
+            if row.parent_id is None:
+                continue  # nobody to ask; the Process row's own deadline closes it
+            logger.warning("killing orphaned %s (pid %s): its worker is gone", row.label, row.pid)
+            reason = "killed: its worker was gone"
+        else:
+            reason = "gone: no exit code was recorded"
+        runner.kill_orphan(row.pid, row.pid_started, row.pwd, grace)  # and whatever it left running
+        if runner.finish(row, None, reason):
+            closed += 1
+            wake_rows(ArchiveResult, [row.archiveresult_id])
+    return closed
+
+
+def stop_hooks(worker: Process, graceful: bool) -> None:
+    """The worker stops: wait for its hooks (they are being stopped), then kill and record
+    any still running (a second signal cut the graceful stop short)."""
+    try:
+        left = SUPERVISORS.join(timeout=settings.ENGINE.hook_kill_grace + 5 if graceful else 0.5)
+    except KeyboardInterrupt:
+        left = -1  # a second signal: stop waiting for the hooks to wind down
+    if left:
+        logger.warning("hooks still running on the way out are killed")
+        SUPERVISORS.abandoned.set()
+    for hook in Process.objects.filter(parent=worker, status="running"):
+        logger.warning("killing %s (pid %s) on the way out", hook.label, hook.pid)
+        runner.kill_orphan(hook.pid, hook.pid_started, hook.pwd, grace=0.2)
+        if runner.finish(hook, None, "killed: its worker stopped at once") and hook.archiveresult_id:
+            wake_rows(ArchiveResult, [hook.archiveresult_id])
+
+
+def sweep_machine(machine: Machine, grace: float = 3.0, exclude_pid: int | None = None) -> int:
+    """Everything a side-effects worker sweeps: dead workers' rows, then their hooks."""
+    return sweep.sweep_workers(machine, exclude_pid) + sweep_hooks(machine, grace, exclude_pid)

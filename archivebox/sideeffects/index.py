@@ -26,7 +26,7 @@ from django.db import DatabaseError
 from archivebox.core.models import ArchiveResult, Snapshot, Tag
 from archivebox.process.threadpool import ThreadPool, Timers
 from archivebox.sideeffects.queue import sideeffect
-from archivebox.tasks import rowsql
+from archivebox.core import rowsql
 
 logger = logging.getLogger(__name__)
 

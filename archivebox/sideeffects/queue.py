@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Callable
 
 from django.conf import settings
 from django.db import close_old_connections
@@ -47,4 +48,20 @@ def sideeffect(func):
 
     task = huey.task(name=f"sideeffect.{name}")(run)
     task.run = run
+    task.effect_name = name
     return task
+
+
+def sender(tasks) -> Callable[[str, tuple], None]:
+    """What requests a named side effect: enqueue the task of that name (``tasks``: the
+    side-effect tasks, see :mod:`archivebox.sideeffects.registry`)."""
+    by_name = {task.effect_name: task for task in tasks}
+
+    def send(name: str, args: tuple) -> None:
+        try:
+            task = by_name[name]
+        except KeyError:
+            raise LookupError(f"no side effect named {name!r}") from None
+        task(*args)
+
+    return send

@@ -5,32 +5,16 @@ from __future__ import annotations
 import datetime as dt
 import logging
 
-from django.conf import settings
 from django.db import connection
 
 from archivebox.core.models import ArchiveResult, Crawl, Snapshot
-from archivebox.hooks.catalog import catalog, layers
-from archivebox.hooks.discovery import HookScript
+from archivebox.core.reads import expected_hooks, parked, results_of
 from archivebox.sideeffects import index as index_effects
 from archivebox.sideeffects.queue import sideeffect
-from archivebox.sideeffects.wake import parked, wake_rows
-from archivebox.tasks import rowsql
+from archivebox.tasks.dispatch import wake_rows
+from archivebox.core import rowsql
 
 logger = logging.getLogger(__name__)
-
-OWNERS = {"Snapshot": Snapshot, "Crawl": Crawl}
-
-
-def owner_layers(crawl: Crawl, snapshot: Snapshot | None = None) -> list:
-    return layers(snapshot_config=snapshot.config if snapshot else None, crawl_config=crawl.config,
-                  file_values=settings.CONFIG_FILE_VALUES)
-
-
-def expected_hooks(crawl: Crawl, snapshot: Snapshot | None = None) -> list[HookScript]:
-    """The enabled hooks a snapshot (or, without one, the crawl itself) should run."""
-    model = "Snapshot" if snapshot is not None else "Crawl"
-    return catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).hooks_for(model, owner_layers(crawl, snapshot))
-
 
 def create_results(crawl: Crawl, snapshot: Snapshot | None, now: dt.datetime) -> int:
     """One queued ArchiveResult per expected hook; existing rows are left alone."""
@@ -44,12 +28,6 @@ def create_results(crawl: Crawl, snapshot: Snapshot | None, now: dt.datetime) ->
     ]
     rowsql.insert_new(rows)
     return len(rows)
-
-
-def results_of(owner_kind: str, owner_id):
-    if owner_kind == "Snapshot":
-        return ArchiveResult.objects.filter(snapshot_id=owner_id)
-    return ArchiveResult.objects.filter(crawl_id=owner_id, snapshot__isnull=True)
 
 
 def queued_results(snapshot_id, step: int) -> list[tuple]:

@@ -12,8 +12,8 @@ from archivebox.sideeffects import index as index_effects
 from archivebox.sideeffects.crawl import activate
 from archivebox.sideeffects.queue import sideeffect
 from archivebox.sideeffects.results import create_results, queued_results
-from archivebox.sideeffects.wake import dispatch_now, wake_rows
-from archivebox.tasks import rowsql
+from archivebox.tasks.dispatch import dispatch_now, wake_rows
+from archivebox.core import rowsql
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,11 @@ dispatch, all the same way:
 * the orchestrator's scan (:func:`dispatch_due`) fills free slots;
 * a finished batch passes its slot straight to the next one
   (:func:`archivebox.tasks.ticks.hand_over`), which keeps a busy pool saturated;
-* a side effect that wakes rows kicks them (:func:`kick`), so they start at once.
+* a side effect or a user's action that wakes rows (:func:`wake_rows`) kicks them
+  (:func:`kick`), so they start at once.
+
+This module is the tick layer's one interface to the layers around it: side effects,
+the CLI and the admin wake rows through :func:`wake_rows` and :func:`kick` only.
 
 Messages are hints: if one is lost, its rows' token passes and they are due again, and a
 late copy of the message finds its claims gone.
@@ -22,15 +26,19 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.utils import timezone
 
 from archivebox.config import EngineConfig
 from archivebox.core.models import Machine
-from archivebox.tasks import leases, rowsql
+from archivebox.core import leases, rowsql
+from archivebox.tasks import registry
 from archivebox.tasks.registry import ActorType
 from archivebox.tasks.ticks import HOLDER, limit_of, send
 
 logger = logging.getLogger(__name__)
+
+CHUNK = 500
 
 
 @dataclass(frozen=True)
@@ -104,3 +112,26 @@ def kick(actor: ActorType, rows: Iterable, config: EngineConfig, unless_busy: bo
         if not pks:
             break
     return dispatched
+
+
+def wake_rows(model, pks: Iterable) -> int:
+    """Make unfinished rows due now (never touching their status); returns how many changed.
+
+    A row a tick has claimed keeps its claim and is marked ``woken``: the tick's own write
+    then makes it due at once. The rows are dispatched by the next batch of their actor
+    type that finishes (its slot passes on to them) or, when none is running, here.
+    """
+    pks = list(pks)
+    if not pks:
+        return 0
+    woken = 0
+    for start in range(0, len(pks), CHUNK):
+        woken += rowsql.wake(model, pks[start:start + CHUNK], timezone.now())
+    dispatch_now(model, pks)
+    return woken
+
+
+def dispatch_now(model, pks: list) -> None:
+    """Dispatch rows that are due at once, unless a batch of their actor type is running
+    (it passes its slot on to them when it finishes)."""
+    kick(registry.get(model.__name__), pks, settings.ENGINE, unless_busy=True)

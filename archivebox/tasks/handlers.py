@@ -10,26 +10,21 @@ import datetime as dt
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 
 from django.conf import settings
 
 from archivebox.config import ConfigError, EngineConfig
 from archivebox.core.models import SNAPSHOTS_STEP, ArchiveResult, Crawl, Process, Snapshot
 from archivebox.hooks.catalog import catalog
-from archivebox.sideeffects import crawl as crawl_effects
-from archivebox.sideeffects import hooks as hook_effects
-from archivebox.sideeffects import snapshot as snapshot_effects
-from archivebox.sideeffects import results as result_effects
-from archivebox.sideeffects.results import expected_hooks, owner_layers, results_of
-from archivebox.sideeffects.wake import PARK, parked
-from archivebox.tasks import rowsql
+from archivebox.core.reads import PARK, expected_hooks, hook_of, owner_layers, parked, results_of
+from archivebox.core import rowsql
 from archivebox.tasks.registry import Decision, Go, Wait
 from archivebox.transitions import archiveresult as ar_t
 from archivebox.transitions import crawl as crawl_t
 from archivebox.transitions import process as process_t
 from archivebox.transitions import snapshot as snapshot_t
-from archivebox.transitions.graphs import ArchiveResultGraph
+from archivebox.core.graphs import ArchiveResultGraph
+from archivebox.transitions.effects import Effect
 
 FINAL_RESULT = tuple(ArchiveResultGraph.finals)
 PUMP = dt.timedelta(seconds=5)
@@ -133,7 +128,7 @@ class StepActions:
     """How an owner (a crawl, for its own hooks, or a snapshot) moves through its steps."""
 
     kind: str
-    create_results: Callable  # side effect: create the owner's result rows
+    create_results: str  # side effect: create the owner's result rows
     advance: Callable  # transition to a later step
     done: Callable  # transition once every step is done
 
@@ -143,7 +138,7 @@ def walk_steps(owner, results: list[ResultView], actions: StepActions, now: dt.d
     crawl, snapshot = (owner.crawl, owner) if actions.kind == "Snapshot" else (owner, None)
     if missing_results(crawl, snapshot, results):
         return await_sideeffect(owner.started_at, now, config, "hook results not created yet",
-                                partial(actions.create_results, owner.pk))
+                                Effect(actions.create_results, (owner.pk,)))
     state, step = step_progress(results, owner.current_step)
     if state == "advance":
         return Go(actions.advance, {"step": step, "check_at": advance_check(results, step, now, config)})
@@ -151,7 +146,7 @@ def walk_steps(owner, results: list[ResultView], actions: StepActions, now: dt.d
         return Go(actions.done)
     if stalled_step(results, owner.current_step, now):
         return await_sideeffect(owner.modified_at, now, config, "step not woken yet",
-                                partial(result_effects.wake_step, actions.kind, owner.pk, owner.current_step))
+                                Effect("wake_step", (actions.kind, owner.pk, owner.current_step)))
     return Wait(recheck(now, config), f"hooks of step {owner.current_step} running")
 
 
@@ -167,9 +162,9 @@ def handle_crawl(crawl: Crawl, *, now: dt.datetime, config: EngineConfig) -> Dec
         if not crawl.seed_urls:
             return Go(crawl_t.transition_crawl_started_to_sealed)
         return await_sideeffect(crawl.modified_at, now, config, "root snapshots not created yet",
-                                partial(crawl_effects.create_root_snapshots, crawl.pk))
+                                Effect("create_root_snapshots", (crawl.pk,)))
     if snapshots.filter(status__in=("queued", "started")).exists():
-        return Wait(now + PUMP, "snapshots in progress", (partial(crawl_effects.activate_snapshots, crawl.pk),))
+        return Wait(now + PUMP, "snapshots in progress", (Effect("activate_snapshots", (crawl.pk,)),))
     if ArchiveResult.objects.filter(crawl=crawl, snapshot__isnull=False, retry_at__isnull=False).exists():
         # Sealed snapshots' background hooks are being stopped; the crawl ends once they are recorded.
         return Wait(recheck(now, config), "background hooks of its snapshots being recorded")
@@ -180,13 +175,13 @@ def crawl_hooks_step(crawl: Crawl, now: dt.datetime, config: EngineConfig) -> De
     return walk_steps(crawl, read_results("Crawl", crawl.pk), CRAWL_STEPS, now, config)
 
 
-CRAWL_STEPS = StepActions("Crawl", crawl_effects.crawl_started, crawl_t.transition_crawl_advance_step,
+CRAWL_STEPS = StepActions("Crawl", "crawl_started", crawl_t.transition_crawl_advance_step,
                           crawl_t.transition_crawl_start_snapshots)
 
 
 # Snapshot ------------------------------------------------------------------------
 
-SNAPSHOT_STEPS = StepActions("Snapshot", snapshot_effects.snapshot_started, snapshot_t.transition_snapshot_advance_step,
+SNAPSHOT_STEPS = StepActions("Snapshot", "snapshot_started", snapshot_t.transition_snapshot_advance_step,
                              snapshot_t.transition_snapshot_started_to_sealed)
 
 
@@ -273,7 +268,7 @@ def wait_for_attempt(result: ArchiveResult, process: AttemptView | None, owner, 
         if now < first_check:
             return Wait(min(deadline, first_check), "hook launch pending")
         return Wait(min(deadline, lost_check(result.started_at, now, config)), "hook launch lost?",
-                    (partial(hook_effects.run_hook, result.pk, result.attempts, hook_effects.hook_of(result)),))
+                    (Effect("run_hook", (result.pk, result.attempts, hook_of(result))),))
     if owner.is_final:
         return Wait(min(deadline, now + seconds(config.hook_kill_grace + 2)), "being stopped")
     return Wait(deadline, "hook running")

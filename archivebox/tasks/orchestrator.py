@@ -28,7 +28,7 @@ from archivebox.config import EngineConfig
 from archivebox.core.models import Machine
 from archivebox.core.models.base import StatefulModel
 from archivebox.lifecycle import notify
-from archivebox.tasks import leases, rowsql
+from archivebox.core import leases, rowsql
 from archivebox.tasks.dispatch import dispatch_due
 from archivebox.tasks.queue import huey
 from archivebox.tasks.registry import ACTOR_TYPES, ActorType
@@ -178,6 +178,29 @@ class OrchestratorThread:
 
 
 LOOP = OrchestratorThread()
+
+
+class OrchestratorListener:
+    """Starts a ticks consumer's orchestrator loop (standby unless it wins the lease).
+
+    It starts on the consumer's first loop, once the workers run and the signal handlers
+    are installed, so a signal can never find a dispatching orchestrator without them.
+    """
+
+    def __init__(self, consumer):
+        self.consumer = consumer
+        self.started = False
+
+    def on_start(self) -> None:
+        pass
+
+    def on_loop(self) -> None:
+        if not self.started:
+            self.started = True
+            start_in_this_process()
+
+    def on_stop(self, graceful: bool) -> None:
+        LOOP.stop()
 
 
 def start_in_this_process() -> bool:

@@ -27,7 +27,8 @@ from django.utils import timezone
 
 from archivebox.config import EngineConfig
 from archivebox.lifecycle import notify
-from archivebox.tasks import leases, registry, rowsql
+from archivebox.core import leases, rowsql
+from archivebox.tasks import registry
 from archivebox.tasks.queue import huey
 from archivebox.tasks.registry import ActorType, Go, Wait
 

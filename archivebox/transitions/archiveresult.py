@@ -7,12 +7,11 @@ backoff in ``queued`` and runs again with ``attempts + 1``.
 from __future__ import annotations
 
 import datetime as dt
-from functools import partial
 
 from archivebox.core.models import ArchiveResult
-from archivebox.sideeffects import hooks as hook_effects
-from archivebox.sideeffects import results as result_effects
+from archivebox.core.reads import hook_of
 from archivebox.transitions.cas import move
+from archivebox.transitions.effects import Effect
 
 
 def transition_archiveresult_queued_to_started(result: ArchiveResult, *, now: dt.datetime, check_at: dt.datetime, claim=None) -> bool:
@@ -20,18 +19,18 @@ def transition_archiveresult_queued_to_started(result: ArchiveResult, *, now: dt
     attempt = result.attempts + 1
     return move(result, "queued", "started", now=now, claim=claim, retry_at=check_at,
                 fields={"attempts": attempt, "started_at": now, "finished_at": None},
-                then=[partial(hook_effects.run_hook, result.pk, attempt, hook_effects.hook_of(result))])
+                then=[Effect("run_hook", (result.pk, attempt, hook_of(result)))])
 
 
 def transition_archiveresult_queued_to_skipped(result: ArchiveResult, *, now: dt.datetime, reason: str, claim=None) -> bool:
     return move(result, "queued", "skipped", now=now, claim=claim, fields={"output_str": reason, "finished_at": now},
-                then=[partial(result_effects.result_finished, result.pk)])
+                then=[Effect("result_finished", (result.pk,))])
 
 
 def _finish(result: ArchiveResult, target: str, now: dt.datetime, output_str: str, output_json, claim) -> bool:
     return move(result, "started", target, now=now, claim=claim,
                 fields={"output_str": output_str, "output_json": output_json, "finished_at": now},
-                then=[partial(result_effects.result_finished, result.pk)])
+                then=[Effect("result_finished", (result.pk,))])
 
 
 def transition_archiveresult_started_to_succeeded(result: ArchiveResult, *, now: dt.datetime, output_str: str = "", output_json=None, claim=None) -> bool:
@@ -57,7 +56,7 @@ def transition_archiveresult_give_up(result: ArchiveResult, *, now: dt.datetime,
     """Any unfinished state -> failed."""
     return move(result, result.status, "failed", now=now, claim=claim,
                 fields={"finished_at": now, "last_error": error[:2000], "output_str": result.output_str or error[:500]},
-                then=[partial(result_effects.result_finished, result.pk)])
+                then=[Effect("result_finished", (result.pk,))])
 
 
 def transition_archiveresult_reopen(result: ArchiveResult, *, now: dt.datetime, max_attempts: int) -> bool:

@@ -17,7 +17,7 @@ from typing import Any
 from django.db import transaction
 
 from archivebox.lifecycle import notify
-from archivebox.tasks import rowsql
+from archivebox.core import rowsql
 
 logger = logging.getLogger("archivebox.transitions")
 

@@ -1,5 +1,5 @@
 """The web side: admin, task monitor, snapshot pages, archived files, health check, server.
 
 Nothing here writes a row's status: user actions go through
-:mod:`archivebox.transitions.actions`, which race with ticks by compare-and-swap.
+:mod:`archivebox.tasks.actions`, which race with ticks by compare-and-swap.
 """

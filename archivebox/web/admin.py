@@ -2,7 +2,7 @@
 
 The admin never writes a status: ``status``, ``retry_at`` and the lifecycle columns
 are read-only everywhere, and every change of state is one of the user actions of
-:mod:`archivebox.transitions.actions` (cancel, retry failed results, re-snapshot),
+:mod:`archivebox.tasks.actions` (cancel, retry failed results, re-snapshot),
 which compare-and-swap against running ticks. Rows that own running processes
 (crawls, snapshots, results, processes) cannot be deleted here: ``archivebox purge``
 removes old processes, and a cancel stops the work.
@@ -26,11 +26,9 @@ from huey_monitor.models import SignalInfoModel, TaskModel
 
 from archivebox.core.models import ArchiveResult, Crawl, Lease, Machine, Process, Snapshot, Tag
 from archivebox.core.urlcheck import InvalidURL, check_url
-# actor_types registers the actor types that the actions kick by name: a web-only process
-# never imports the pools, so import it here.
-from archivebox.tasks import actor_types, registry  # noqa: F401
+from archivebox.tasks import registry
 from archivebox.tasks.dispatch import kick
-from archivebox.transitions import actions
+from archivebox.tasks import actions
 from archivebox.web.files import tail
 
 logger = logging.getLogger(__name__)

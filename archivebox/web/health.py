@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 
 from archivebox.core.models import Process
-from archivebox.tasks import leases
+from archivebox.core import leases
 
 POOLS = ("ticks", "sideeffects")
 

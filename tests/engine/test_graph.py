@@ -9,8 +9,8 @@ from django.utils import timezone
 from archivebox.core.models import ArchiveResult, Crawl, Process, Snapshot
 from archivebox.sideeffects.queue import huey as sideeffects_huey
 from archivebox.transitions.cas import move
-from archivebox.transitions.graph import GraphError, IllegalTransition, State, StateGraph
-from archivebox.transitions.graphs import ArchiveResultGraph, CrawlGraph, ProcessGraph, SnapshotGraph
+from archivebox.core.graph import GraphError, IllegalTransition, State, StateGraph
+from archivebox.core.graphs import ArchiveResultGraph, CrawlGraph, ProcessGraph, SnapshotGraph
 
 MODELS = [(Crawl, CrawlGraph), (Snapshot, SnapshotGraph), (ArchiveResult, ArchiveResultGraph), (Process, ProcessGraph)]
 

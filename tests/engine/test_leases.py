@@ -8,7 +8,7 @@ import threading
 from django.db import connection
 
 from archivebox.core.models import Lease
-from archivebox.tasks import leases
+from archivebox.core import leases
 
 T0 = dt.datetime(2030, 1, 1, 12, 0, tzinfo=dt.timezone.utc)
 TTL = 5.0

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from archivebox.config import EngineConfig
 from archivebox.core.models import Crawl, Snapshot
-from archivebox.tasks import leases
+from archivebox.core import leases
 from archivebox.tasks import orchestrator as orchestrator_module
 from archivebox.tasks.orchestrator import BUSY_PAUSE, MIN_PAUSE, Orchestrator
 from archivebox.tasks.queue import huey as ticks_huey

@@ -14,13 +14,14 @@ from archivebox.config import ConfigError, EngineConfig
 from archivebox.core.models import Crawl, Snapshot
 from archivebox.lifecycle import hookimpl, plugin_manager
 from archivebox.sideeffects.queue import huey as sideeffects_huey
-from archivebox.tasks import leases, ticks
+from archivebox.core import leases
+from archivebox.tasks import ticks
 from archivebox.tasks.orchestrator import Orchestrator
 from archivebox.tasks.queue import huey as ticks_huey
 from archivebox.tasks.registry import Go
 from archivebox.tasks.ticks import run_tick, run_ticks
 from archivebox.transitions.crawl import transition_crawl_queued_to_started, transition_crawl_started_to_sealed
-from archivebox.transitions.graph import GraphError, State, StateGraph
+from archivebox.core.graph import GraphError, State, StateGraph
 from archivebox.transitions.snapshot import transition_snapshot_advance_step, transition_snapshot_give_up, transition_snapshot_reopen
 from helpers import Collection, wait_until
 
@@ -68,7 +69,7 @@ def test_a_tick_consumer_fires_actor_startup_and_shutdown(tmp_path):
         "LIFECYCLE_PLUGINS": "abx_hook_recorder", "PYTHONPATH": str(tmp_path / "plugin"), "HOOK_LOG": str(hook_log),
     }).init()
     try:
-        consumer = collection.start_consumer("tasks", workers=1)
+        consumer = collection.start_consumer("ticks", workers=1)
         wait_until(lambda: "on_orchestrator_startup" in hook_log.read_text(), timeout=30, message="the tick consumer to start")
         consumer.send_signal(signal.SIGTERM)  # graceful
         consumer.wait(timeout=30)

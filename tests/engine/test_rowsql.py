@@ -9,7 +9,7 @@ from django.forms.models import model_to_dict
 from django.test.utils import CaptureQueriesContext
 
 from archivebox.core.models import ArchiveResult, Crawl, Machine, Process, Snapshot
-from archivebox.tasks import rowsql
+from archivebox.core import rowsql
 
 
 def results_of_two_crawls():

@@ -16,11 +16,11 @@ from archivebox.config import EngineConfig
 from archivebox.core.models import Crawl, Lease
 from archivebox.lifecycle import hookimpl, plugin_manager
 from archivebox.sideeffects.queue import huey as sideeffects_huey
-from archivebox.tasks import leases
+from archivebox.core import leases
 from archivebox.tasks.queue import huey as ticks_huey
 from archivebox.tasks.registry import ActorType, Go, Wait
 from archivebox.tasks.ticks import backoff, run_tick, run_ticks
-from archivebox.transitions.actions import cancel_crawl
+from archivebox.tasks.actions import cancel_crawl
 from archivebox.transitions.crawl import (
     transition_crawl_give_up,
     transition_crawl_queued_to_started,

@@ -96,7 +96,10 @@ def test_a_held_fork_runs_the_script_only_when_started(tmp_path):
         wait_until(lambda: (tmp_path / "o2").exists() and later.is_dir(), timeout=10, message="both children to be ready")
         assert not (tmp_path / "started").exists()
         off.cancel()
-        assert held.start().wait(30) == 0
+        child = held.start()
+        assert child.pid > 0 and not (tmp_path / "started").exists()  # its PID is known before it runs
+        child.release()
+        assert child.wait(30) == 0
         assert (tmp_path / "started").read_text() == str(later)
         assert not (tmp_path / "called-off").exists()
     finally:
@@ -154,7 +157,9 @@ def test_a_held_child_runs_the_script_its_details_name(tmp_path):
     try:
         held = client.hold(str(first))
         held.prepare([str(second)], str(tmp_path), {}, tmp_path / "out", tmp_path / "err")
-        assert held.start().wait(30) == 0
+        child = held.start()
+        child.release()
+        assert child.wait(30) == 0
         assert (tmp_path / "out").read_text() == "second\n"
     finally:
         client.stop()

@@ -267,7 +267,7 @@ def test_finish_records_the_end_once(tmp_path):
 def test_hook_rows_point_at_the_worker_row_of_the_consumer_that_ran_them(tmp_path):
     coll = collection(tmp_path, "h_args")
     coll.cli("add", "--bg", "https://example.com/tree")
-    coll.start_consumer("tasks", 2)
+    coll.start_consumer("ticks", 2)
     effects = coll.start_consumer("sideeffects", 4)
     try:
         wait_until(lambda: unfinished(coll) == 0, timeout=60, message="every row final")

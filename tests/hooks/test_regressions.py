@@ -23,7 +23,7 @@ from archivebox.hooks.discovery import find_hooks, find_plugins
 from archivebox.process import forkclient, runner
 from archivebox.sideeffects import hooks as hook_effects
 from archivebox.sideeffects.hooks import run_hook
-from archivebox.process.sweep import sweep_machine
+from archivebox.sideeffects.hooks import sweep_machine
 
 from .util import (
     collection, kill_quietly, make_snapshot, pid_dead, results, run_attempt, run_pools,
@@ -97,7 +97,7 @@ def test_the_sweep_kills_the_group_of_an_orphaned_hook_whose_leader_already_exit
 def test_with_the_fork_server_a_sigkilled_consumers_hook_daemon_is_killed_too(tmp_path):
     coll = collection(tmp_path, "h_hang", H_HANG_TIMEOUT="120", HOOK_MAX_ATTEMPTS="1", SWEEP_INTERVAL="600", FORKSERVER="true")
     coll.cli("add", "--bg", "https://example.com/forked-orphan")
-    coll.start_consumer("tasks", 2)
+    coll.start_consumer("ticks", 2)
     first = coll.start_consumer("sideeffects", 4)
     family: dict[str, int] = {}
     try:

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from archivebox.core.models import ArchiveResult, Machine, Process
 from archivebox.process import runner
-from archivebox.process.sweep import sweep_machine
+from archivebox.sideeffects.hooks import sweep_machine
 
 from .util import collection, kill_quietly, make_snapshot, pid_dead, started_result, wait_all_dead, wait_until
 
@@ -206,7 +206,7 @@ def test_a_sigkilled_sideeffects_consumer_leaves_a_hook_that_the_next_consumer_k
     # no periodic sweep during the test: only the new consumer's start-up sweep can act
     coll = collection(tmp_path, "h_hang", H_HANG_TIMEOUT="120", HOOK_MAX_ATTEMPTS="1", SWEEP_INTERVAL="600", FORKSERVER="false")
     coll.cli("add", "--bg", "https://example.com/orphan")
-    coll.start_consumer("tasks", 2)
+    coll.start_consumer("ticks", 2)
     first = coll.start_consumer("sideeffects", 4)
     family: dict[str, int] = {}
     try:
@@ -240,7 +240,7 @@ def test_a_sigkilled_sideeffects_consumer_leaves_a_hook_that_the_next_consumer_k
 def test_a_running_consumer_sweeps_periodically_what_a_dead_one_left(tmp_path, forkserver):
     coll = collection(tmp_path, "h_hang", H_HANG_TIMEOUT="120", HOOK_MAX_ATTEMPTS="1", SWEEP_INTERVAL="1", FORKSERVER=forkserver)
     coll.cli("add", "--bg", "https://example.com/periodic")
-    coll.start_consumer("tasks", 2)
+    coll.start_consumer("ticks", 2)
     doomed = coll.start_consumer("sideeffects", 4)
     family: dict[str, int] = {}
     try:

@@ -26,7 +26,6 @@ from archivebox.core.models import SNAPSHOTS_STEP, ArchiveResult, Crawl, Process
 from archivebox.hooks.discovery import extract_step, is_background
 from archivebox.sideeffects import hooks as hook_effects
 from archivebox.sideeffects.hooks import run_hook
-from archivebox.tasks import actor_types  # noqa: F401  (registers the actor types)
 from archivebox.tasks import registry as actor_registry
 from archivebox.tasks.ticks import run_tick
 from helpers import Collection, wait_until
@@ -216,7 +215,7 @@ def unfinished(coll: Collection) -> int:
 
 def run_pools(coll: Collection, timeout: float = 60) -> None:
     """Real ``huey_consumer`` pools until every row is final; the pools are stopped after."""
-    coll.start_consumer("tasks", 2)
+    coll.start_consumer("ticks", 2)
     coll.start_consumer("sideeffects", 8)
     try:
         wait_until(lambda: unfinished(coll) == 0, timeout=timeout, interval=0.1, message="every row final")

@@ -97,7 +97,7 @@ class ScaleCollection(Collection):
     def start_machine(self, name: str, ticks: int = 2, sideeffects: int = 4, env: dict | None = None) -> "Machine":
         machine_env = {"MACHINE_ID": name, **(env or {})}
         machine = Machine(name, [
-            self.start_consumer("tasks", ticks, env=machine_env, name=f"{name}-ticks"),
+            self.start_consumer("ticks", ticks, env=machine_env, name=f"{name}-ticks"),
             self.start_consumer("sideeffects", sideeffects, env=machine_env, name=f"{name}-sideeffects"),
         ])
         self.machines.append(machine)

@@ -158,7 +158,7 @@ def test_commands_match_the_cli(compose, tmp_path):
         assert options["workers"] >= 1 and options.get("worker_type", "thread") == "thread"
         assert not options.get("flush_locks")  # -f would drop the locks of live workers on other hosts
         queues[name] = path
-    assert queues == {"ticks": "archivebox.tasks.huey", "sideeffects": "archivebox.sideeffects.huey"}
+    assert queues == {"ticks": "archivebox.pools.ticks", "sideeffects": "archivebox.pools.sideeffects"}
     # Each module path is what huey_consumer imports: a Huey instance of the right queue, on Redis.
     code = ("import sys\nfrom huey.utils import load_class\n"
             "for path in sys.argv[1:]:\n    h = load_class(path)\n    print(path, type(h).__name__, h.name)\n")
@@ -167,9 +167,9 @@ def test_commands_match_the_cli(compose, tmp_path):
     done = subprocess.run([sys.executable, "-c", code, *queues.values()], env=env, cwd=tmp_path, capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split("\n")[:2] == ["archivebox.tasks.huey RedisQueue ticks", "archivebox.sideeffects.huey RedisQueue sideeffects"]
+    assert done.stdout.split("\n")[:2] == ["archivebox.pools.ticks RedisQueue ticks", "archivebox.pools.sideeffects RedisQueue sideeffects"]
     for name in SCALABLE:
-        assert services[name]["healthcheck"]["test"][1:] == ["python", "-m", "archivebox.broker.healthcheck", name]
+        assert services[name]["healthcheck"]["test"][1:] == ["python", "-m", "archivebox.healthcheck", name]
 
 
 def test_image_installs_the_postgres_driver():

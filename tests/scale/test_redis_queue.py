@@ -58,13 +58,13 @@ def test_shutdown_cuts_the_outage_wait_short(tmp_path, private_redis):
 
 def test_healthcheck_says_whether_a_pool_runs_on_this_machine(tmp_path):
     collection = Collection(tmp_path / "data", plugins="noop").init()
-    run = lambda *args, **env: subprocess.run([sys.executable, "-m", "archivebox.broker.healthcheck", *args],  # noqa: E731
+    run = lambda *args, **env: subprocess.run([sys.executable, "-m", "archivebox.healthcheck", *args],  # noqa: E731
                                               cwd=collection.root, env={**collection.env, **env}, capture_output=True,
                                               text=True, timeout=60)
     assert run("bogus").returncode == 2
     down = run("ticks", MACHINE_ID="here")
     assert down.returncode == 1 and "no ticks pool with a fresh heartbeat on machine here" in down.stderr
-    consumer = collection.start_consumer("tasks", 1, env={"MACHINE_ID": "here"})
+    consumer = collection.start_consumer("ticks", 1, env={"MACHINE_ID": "here"})
     try:
         deadline = time.monotonic() + 60
         while run("ticks", MACHINE_ID="here").returncode != 0:

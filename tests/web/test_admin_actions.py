@@ -66,7 +66,7 @@ def test_retry_action_requeues_a_failed_result_and_pools_then_finish_it(idle):
     assert collection.scalar("SELECT status FROM core_archiveresult WHERE id = ?", (result["id"],)) == "queued"
     assert collection.scalar("SELECT status FROM core_snapshot WHERE url = ?", ("https://example.com/flaky",)) == "queued"
 
-    collection.start_consumer("tasks", workers=2)
+    collection.start_consumer("ticks", workers=2)
     collection.start_consumer("sideeffects", workers=4)
     server.wait_healthy()
     wait_until(lambda: collection.scalar("SELECT status FROM core_archiveresult WHERE id = ?", (result["id"],)) == "succeeded",

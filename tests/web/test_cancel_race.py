@@ -4,7 +4,7 @@ The tick claims its row (``claim_row``: retry_at moves to its claim), then the u
 cancel lands, then the tick applies the transition it decided on under its claim: the
 cancel wins. In the reverse order (the tick's write lands first) the cancel applies to
 the row's new state and still ends in ``failed``. Both go through the admin's actions,
-which call :mod:`archivebox.transitions.actions`.
+which call :mod:`archivebox.tasks.actions`.
 """
 
 from __future__ import annotations

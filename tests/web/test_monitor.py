@@ -148,7 +148,7 @@ def test_embedded_pools_record_both_queues_once_in_the_monitor_file(tmp_path):
 
 def test_stock_huey_consumers_record_their_signals(tmp_path):
     collection = web_collection(tmp_path / "data", plugins="noop")
-    ticks = collection.start_consumer("tasks", workers=2)
+    ticks = collection.start_consumer("ticks", workers=2)
     effects = collection.start_consumer("sideeffects", workers=4)
     try:
         # Both pools registered first: otherwise `add` runs its own workers, which take

@@ -4,7 +4,7 @@ from django.db import models
 from django.db.models import Q
 
 from archivebox.core.models.base import StatefulModel, due_index, lifecycle_constraints, status_field, uuid7
-from archivebox.transitions.graphs import ArchiveResultGraph
+from archivebox.core.graphs import ArchiveResultGraph
 
 
 class ArchiveResult(StatefulModel):

@@ -13,7 +13,7 @@ from django.db.models.base import ModelState
 from django.utils import timezone
 
 from archivebox.lifecycle import notify
-from archivebox.transitions.graph import StateGraph
+from archivebox.core.graph import StateGraph
 
 
 def uuid7() -> uuid.UUID:

@@ -3,7 +3,7 @@
 from django.db import models
 
 from archivebox.core.models.base import StatefulModel, due_index, lifecycle_constraints, status_field, uuid7
-from archivebox.transitions.graphs import CrawlGraph
+from archivebox.core.graphs import CrawlGraph
 
 # current_step runs 0..9 through the crawl's own hooks; SNAPSHOTS_STEP means they are
 # done and the crawl's snapshots are being archived.

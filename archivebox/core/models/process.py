@@ -3,7 +3,7 @@
 from django.db import models
 
 from archivebox.core.models.base import StatefulModel, due_index, lifecycle_constraints, status_field, uuid7
-from archivebox.transitions.graphs import ProcessGraph
+from archivebox.core.graphs import ProcessGraph
 
 
 class Process(StatefulModel):

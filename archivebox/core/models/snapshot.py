@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 
 from archivebox.core.models.base import StatefulModel, due_index, lifecycle_constraints, status_field, uuid7
-from archivebox.transitions.graphs import SnapshotGraph
+from archivebox.core.graphs import SnapshotGraph
 
 
 class Snapshot(StatefulModel):

@@ -13,7 +13,7 @@ import logging
 from django.db.models import Q
 
 from archivebox.core.models import Lease
-from archivebox.tasks.rowsql import db_connection
+from archivebox.core.rowsql import db_connection
 
 logger = logging.getLogger(__name__)
 

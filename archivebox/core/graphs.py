@@ -5,7 +5,7 @@ that :mod:`archivebox.transitions` may write. Self-edges (``started -> started``
 progress within a state, such as a snapshot advancing to its next hook step.
 """
 
-from archivebox.transitions.graph import State, StateGraph
+from archivebox.core.graph import State, StateGraph
 
 
 class CrawlGraph(StateGraph):

@@ -1,6 +1,6 @@
 """Container health check of one worker pool on this machine.
 
-``python -m archivebox.broker.healthcheck ticks`` (or ``sideeffects``) exits 0 when a
+``python -m archivebox.healthcheck ticks`` (or ``sideeffects``) exits 0 when a
 consumer of that pool runs on this machine (``MACHINE_ID``, else the hostname) and its
 heartbeat is fresh, i.e. its Process row is running and its ``retry_at`` (pushed forward
 by every heartbeat) is still ahead. Otherwise it prints why on stderr and exits 1.
@@ -37,7 +37,7 @@ def check(pool: str) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1 or argv[0] not in POOLS:
-        print(f"usage: python -m archivebox.broker.healthcheck {{{','.join(POOLS)}}}", file=sys.stderr)
+        print(f"usage: python -m archivebox.healthcheck {{{','.join(POOLS)}}}", file=sys.stderr)
         return 2
     try:
         reason = check(argv[0])

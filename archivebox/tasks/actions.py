@@ -15,9 +15,8 @@ from django.conf import settings
 from django.utils import timezone
 
 from archivebox.core.models import Crawl, Snapshot
-from archivebox.sideeffects.wake import wake_rows
-from archivebox.tasks import actor_types, registry  # noqa: F401 - actions dispatch through the registered actor types
-from archivebox.tasks.dispatch import kick
+from archivebox.tasks import registry
+from archivebox.tasks.dispatch import kick, wake_rows
 from archivebox.transitions.archiveresult import transition_archiveresult_reopen
 from archivebox.transitions.crawl import transition_crawl_give_up
 from archivebox.transitions.snapshot import transition_snapshot_give_up, transition_snapshot_reopen

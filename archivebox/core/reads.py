@@ -1,0 +1,57 @@
+"""Reads shared by the tick layer and the side-effect layer.
+
+Ticks decide from these reads and side effects act on them; neither layer imports the
+other, so what both need to know about a crawl's or snapshot's hooks lives here, beside
+the models: which hooks an owner runs, the config layers they resolve against, and how
+far ahead rows wait when something else will wake them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.conf import settings
+
+from archivebox.core.models import ArchiveResult, Crawl, Snapshot
+from archivebox.hooks.catalog import catalog, layers
+from archivebox.hooks.discovery import HookScript
+
+# Rows waiting for something that will wake them are parked this far ahead; the date is
+# only a safety net in case the wake-up is lost.
+PARK = dt.timedelta(hours=1)
+
+
+def parked(now: dt.datetime) -> dt.datetime:
+    return now + PARK
+
+
+def owner_layers(crawl: Crawl, snapshot: Snapshot | None = None) -> list:
+    """The config layers of a crawl's (or one of its snapshots') hooks, most specific first."""
+    return layers(snapshot_config=snapshot.config if snapshot else None, crawl_config=crawl.config,
+                  file_values=settings.CONFIG_FILE_VALUES)
+
+
+def expected_hooks(crawl: Crawl, snapshot: Snapshot | None = None) -> list[HookScript]:
+    """The enabled hooks a snapshot (or, without one, the crawl itself) should run."""
+    model = "Snapshot" if snapshot is not None else "Crawl"
+    return catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).hooks_for(model, owner_layers(crawl, snapshot))
+
+
+def results_of(owner_kind: str, owner_id):
+    """A snapshot's results, or a crawl's own (not its snapshots')."""
+    if owner_kind == "Snapshot":
+        return ArchiveResult.objects.filter(snapshot_id=owner_id)
+    return ArchiveResult.objects.filter(crawl_id=owner_id, snapshot__isnull=True)
+
+
+def hook_of(result: ArchiveResult) -> tuple[str, str, str]:
+    """What names a result's hook script: plugin, hook name, and the model it runs for."""
+    return result.plugin, result.hook_name, "Snapshot" if result.snapshot_id else "Crawl"
+
+
+def find_hook(plugin: str, hook_name: str, model: str) -> HookScript | None:
+    """The hook script a :func:`hook_of` names, if it still exists."""
+    for hook in catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).all_hooks(model):
+        if hook.plugin == plugin and hook.hook_name == hook_name:
+            return hook
+    return None

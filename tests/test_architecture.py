@@ -1,0 +1,57 @@
+"""The layering of docs/architecture.md holds: packages import each other one way only."""
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent / "archivebox"
+SKIP = {"migrations", "__pycache__", "plugins", "templates", "static"}
+# Each unit may import only units listed after it (docs/architecture.md, top to bottom).
+LAYERS = ["__main__", "healthcheck", "cli", "web", "pools", "apps", "sideeffects", "tasks", "process", "transitions", "core",
+          "hooks", "lifecycle", "broker", "settings", "boot", "config", "urls", "plugins"]
+
+
+def unit(module: str) -> str | None:
+    parts = module.split(".")
+    if len(parts) < 2 or parts[0] != "archivebox":
+        return None
+    exists = (ROOT / parts[1]).is_dir() or (ROOT / f"{parts[1]}.py").is_file()
+    return parts[1] if exists else None  # not a module: a name such as archivebox.__version__
+
+
+def import_edges() -> set[tuple[str, str, str]]:
+    """(importing unit, imported unit, file) for every import under archivebox/, function-level ones included."""
+    edges = set()
+    for path in ROOT.rglob("*.py"):
+        if SKIP & set(path.relative_to(ROOT).parts):
+            continue
+        module = "archivebox." + ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        source = unit(module.removesuffix(".__init__"))
+        package = module.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = package[:len(package) - node.level + 1] if node.level else []
+                name = ".".join(base + ([node.module] if node.module else [])) if node.level else node.module or ""
+                targets = [name] + [f"{name}.{alias.name}" for alias in node.names if name == "archivebox"]
+            for target in targets:
+                if (imported := unit(target)) and source and imported != source:
+                    edges.add((source, imported, str(path.relative_to(ROOT))))
+    return edges
+
+
+def test_every_unit_has_a_layer():
+    units = {a for a, _, _ in import_edges()} | {b for _, b, _ in import_edges()}
+    assert units <= set(LAYERS), f"not placed in LAYERS (and docs/architecture.md): {sorted(units - set(LAYERS))}"
+
+
+def test_imports_only_go_down():
+    upward = sorted(f"{path}: {a} imports {b}" for a, b, path in import_edges() if LAYERS.index(b) <= LAYERS.index(a))
+    assert not upward, "imports against the layering:\n" + "\n".join(upward)
+
+
+def test_no_module_getattr_hides_an_import():
+    found = [str(path.relative_to(ROOT)) for path in ROOT.rglob("*.py") if not SKIP & set(path.relative_to(ROOT).parts)
+             and any(isinstance(n, ast.FunctionDef) and n.name == "__getattr__" for n in ast.parse(path.read_text()).body)]
+    assert not found, f"module-level __getattr__ in {found}"
