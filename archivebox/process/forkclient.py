@@ -60,7 +60,8 @@ class ForkedProcess:
                 raise ForkServerError(f"fork server: could not release pid {self.pid}: {err}") from err
 
     def cancel(self) -> None:
-        """The run is off: a held child ends without running its script."""
+        """The run is off: a held child ends without running its script (this closes the
+        connection, which also ends the wait for an ungated one's exit code)."""
         self.sock.close()
 
     def wait(self, timeout: float | None = None) -> int | None:
@@ -109,10 +110,6 @@ class PendingFork:
         """Send a held child its run: it opens its files and makes ``cwd`` meanwhile."""
         self._argv = list(argv)
         self._send(_details(argv, cwd, env, stdout, stderr, status))
-
-    def release(self) -> None:
-        """Let a held child run its script (it waits for this word: its PID is recorded first)."""
-        self._send(GO)
 
     def start(self) -> ForkedProcess:
         """The forked child (its PID): a held one still waits for :meth:`release`."""

@@ -157,13 +157,13 @@ class PidfdPopen(subprocess.Popen):
 # of the pipe, if its worker died first, means it must not run), then runs the hook with
 # stdin from /dev/null and writes its exit code to the status file ($0) for whoever
 # records the outcome, even if the worker that started it is gone by then.
-GATE = ('IFS= read -r go || exit 125\n'
+NOT_RELEASED = 125  # the wrapper's exit code when it was never told to run
+GATE = (f'IFS= read -r go || exit {NOT_RELEASED}\n'
         'exec </dev/null\n'
         '"$@"\n'
         'code=$?\n'
         'echo "$code" > "$0"\n'
         'exit "$code"\n')
-NOT_RELEASED = 125  # the wrapper's exit code when it was never told to run
 
 
 def status_path(stdout_path: Path | str) -> Path:
@@ -216,16 +216,14 @@ def launch(row: Process, env: Mapping[str, str], deadline_grace: float = 30.0, s
         # Its row cannot say it runs (the database stayed away): nobody would watch it or
         # enforce its timeout, so it must not run. A held process ends without running.
         logger.warning("%s started (pid %s) but its row could not record it: stopping it", row.label, handle.pid)
-        if hasattr(handle, "cancel"):
-            handle.cancel()
+        handle.cancel()
         _stop(handle.pid, _family(handle.pid, row.pwd, set), UNRECORDED_KILL_GRACE)
         try:
             handle.wait(timeout=UNRECORDED_KILL_GRACE)
         except subprocess.TimeoutExpired:
             logger.warning("%s (pid %s) did not exit after SIGKILL", row.label, handle.pid)
         raise
-    if hasattr(handle, "release"):
-        handle.release()  # recorded with its PID: now it may work
+    handle.release()  # recorded with its PID: now it may work (a no-op for one started ungated)
     return Running(row, handle)
 
 

@@ -2,8 +2,8 @@
 
 Runs when a worker starts and periodically after. It only ever touches Process rows
 of its own machine, so many machines can sweep at once without stepping on each other.
-Hook rows left by a dead worker are the hook runner's to adopt or close
-(:mod:`archivebox.sideeffects.hookrun`); :func:`orphans` finds them.
+Hook rows left by a dead worker are the hook runner's to close
+(:func:`archivebox.sideeffects.hooks.sweep_hooks`); :func:`orphans` finds them.
 """
 
 from __future__ import annotations

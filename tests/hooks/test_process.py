@@ -352,3 +352,46 @@ def test_the_leftovers_of_an_exited_hook_never_include_another_process_that_took
             kill_quietly(proc.pid)
         other.kill()
         other.wait(timeout=10)
+
+
+# The gate: a hook does no work before its PID is recorded --------------------------------
+
+def test_a_gated_hook_runs_only_once_released_and_writes_its_exit_status(tmp_path):
+    mark = tmp_path / "ran"
+    logs = (tmp_path / "h.stdout.log", tmp_path / "h.stderr.log")
+    held = runner.gated_spawner(["sh", "-c", f"touch {mark}; exit 7"], str(tmp_path), runner.base_env(), *logs)
+    with pytest.raises(subprocess.TimeoutExpired):
+        held.wait(0.3)
+    assert not mark.exists()  # held: nothing ran yet
+    held.release()
+    assert held.wait(10) == 7 and mark.exists()
+    assert runner.read_status(runner.status_path(logs[0])) == 7
+
+
+def test_a_gated_hook_whose_starter_is_gone_never_runs(tmp_path):
+    """The window of a hook that ran twice: its worker died after the spawn and before its
+    row recorded the PID. The closed pipe (all a dead worker leaves) must end the hook unrun."""
+    mark = tmp_path / "ran"
+    logs = (tmp_path / "h.stdout.log", tmp_path / "h.stderr.log")
+    held = runner.gated_spawner(["sh", "-c", f"touch {mark}"], str(tmp_path), runner.base_env(), *logs)
+    held.cancel()
+    assert held.wait(10) == runner.NOT_RELEASED
+    assert not mark.exists() and runner.read_status(runner.status_path(logs[0])) is None
+
+
+def test_a_hook_whose_row_was_closed_before_its_start_was_recorded_never_runs(tmp_path):
+    """A sweep may close a queued row (never launched) while its hook is being spawned: the
+    launch then loses its compare-and-swap, and the held hook ends unrun instead of running untracked."""
+    mark = tmp_path / "ran"
+    row = new_row(["sh", "-c", f"touch {mark}"], tmp_path)
+    assert runner.close_unlaunched(Process.objects.get(pk=row.pk), "never launched: its worker was gone")
+    spawned = []
+
+    def spawn(*args):
+        spawned.append(runner.gated_spawner(*args))
+        return spawned[0]
+
+    with pytest.raises(runner.LaunchRefused):
+        runner.launch(row, runner.base_env(), spawner=spawn)
+    assert spawned[0].wait(10) is not None and pid_dead(spawned[0].pid)
+    assert not mark.exists()
