@@ -104,6 +104,8 @@ class EngineConfig:
     hook_max_attempts: int = 3
     hook_retry_backoff: float = 5.0
     hook_kill_grace: float = 3.0
+    # On a graceful stop, running hooks get this long to finish before they are stopped (and retried).
+    hook_stop_grace: float = 5.0
     heartbeat_interval: float = 2.0
     heartbeat_ttl: float = 15.0
     sweep_interval: float = 15.0
@@ -146,6 +148,7 @@ class EngineConfig:
             "HOOK_MAX_ATTEMPTS": ("hook_max_attempts", int, 1),
             "HOOK_RETRY_BACKOFF": ("hook_retry_backoff", float, 0),
             "HOOK_KILL_GRACE": ("hook_kill_grace", float, 0),
+            "HOOK_STOP_GRACE": ("hook_stop_grace", float, 0),
             "HEARTBEAT_INTERVAL": ("heartbeat_interval", float, 0.1),
             "HEARTBEAT_TTL": ("heartbeat_ttl", float, 0.5),
             "SWEEP_INTERVAL": ("sweep_interval", float, 0.1),

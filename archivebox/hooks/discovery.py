@@ -74,6 +74,13 @@ def is_background(hook_name: str) -> bool:
     return bool(match) and "bg" in match["labels"].split(".")
 
 
+def is_finite(hook_name: str) -> bool:
+    """A ``.finite.bg`` hook: in the background, but its owner waits for it before it ends
+    (a plain or ``.daemon.bg`` hook is stopped when its owner ends)."""
+    match = HOOK_NAME.match(hook_name)
+    return bool(match) and "finite" in match["labels"].split(".")
+
+
 def plugin_dirs(data_dir: Path, extra: str = "") -> list[Path]:
     """Where plugins live, in increasing precedence."""
     dirs = [BUILTIN_PLUGINS_DIR, data_dir / "plugins"]

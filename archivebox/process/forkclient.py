@@ -171,6 +171,14 @@ class ForkClient:
         """Fork a hook: ``argv[0]`` is the script; raises ForkServerError if the server failed."""
         return self._ask(_details(argv, cwd, env, stdout, stderr), argv, held=False).start()
 
+    def spawn_held(self, argv: Sequence[str], cwd: str, env: Mapping[str, str], stdout: Path, stderr: Path) -> ForkedProcess:
+        """Fork a hook held: it opens its files and makes ``cwd``, then waits for
+        :meth:`ForkedProcess.release` (or ends unrun on :meth:`ForkedProcess.cancel`), and
+        writes its exit code to :func:`runner.status_path` of ``stdout``."""
+        pending = self.hold(argv[0])
+        pending.prepare(argv, cwd, env, stdout, stderr, runner.status_path(stdout))
+        return pending.start()
+
     def hold(self, script: str) -> PendingFork:
         """Fork ahead of time a child that will run ``script``: it waits for
         :meth:`PendingFork.prepare` and :meth:`PendingFork.start` (or ends without running
@@ -238,3 +246,14 @@ class ForkClient:
 
 
 CLIENT = ForkClient()
+
+
+def spawn_held(cmd: list, cwd: str, env: Mapping[str, str], stdout: Path, stderr: Path):
+    """A :data:`runner.Spawner` for a Python hook (``[python, -I, script, args...]``): a held
+    fork of the pre-warmed server; a fresh interpreter behind :data:`runner.GATE` (held the
+    same way) if the server is unavailable."""
+    try:
+        return CLIENT.spawn_held(cmd[2:], cwd, env, stdout, stderr)
+    except ForkServerError as err:
+        logger.warning("%s; running %s in a new interpreter", err, Path(cmd[2]).name)
+        return runner.gated_spawner(cmd, cwd, env, stdout, stderr)

@@ -264,7 +264,10 @@ class Server:
             except InterruptedError:
                 continue
             if os.getppid() != self.parent:
-                self.running = False  # the worker that started us is gone: stop with it
+                # The worker that started us is gone. Its hooks run on in their own sessions
+                # (a live worker adopts them by their Process rows, and each writes its exit
+                # status itself); held children that were never told to run end by themselves.
+                return
             for sock in ready:
                 if sock is self.listener:
                     client, _ = self.listener.accept()

@@ -99,6 +99,11 @@ def create(*, kind: str, cmd: Sequence[str], pwd: Path | str, env: Mapping[str, 
         return Process.objects.get(key=key), False
 
 
+# The reason recorded for a process stopped (or never started) because its worker was
+# stopping: not its own doing.
+SHUTDOWN = "worker shutting down"
+
+
 class LaunchRefused(RuntimeError):
     """The row of a process just started could not record it: the process was stopped unrun."""
 
@@ -267,14 +272,15 @@ def is_running(pid: int | None, pid_started: float | None) -> bool:
 
 
 def wait(running: Running, timeout: float | None, should_stop: Callable[[], str | None] = lambda: None,
-         check_every: float = 0.5, grace: float = 3.0) -> tuple[int | None, str]:
+         check_every: float = 0.5, grace: float = 3.0, ran: float = 0.0) -> tuple[int | None, str]:
     """Wait for exit; on timeout or when ``should_stop()`` returns a reason, stop the group.
 
     When the process exits by itself, whatever it left running in its group (or named in
-    a ``*.pid`` file) is stopped too: nothing outlives the row. Returns ``(exit code,
-    reason)``; the reason is empty for a natural exit.
+    a ``*.pid`` file) is stopped too: nothing outlives the row. ``ran``: how long it ran
+    before this wait (a process adopted from a dead worker), counted in its timeout.
+    Returns ``(exit code, reason)``; the reason is empty for a natural exit.
     """
-    started = time.monotonic()
+    started = time.monotonic() - ran
     next_check = started + check_every
     while True:
         remaining = None if timeout is None else timeout - (time.monotonic() - started)
@@ -322,6 +328,40 @@ def terminate(running: Running, grace: float) -> int | None:
         _wait_gone(survivors, time.monotonic() + grace)
     running.exited_at = timezone.now()
     return code
+
+
+def stop_one(pid: int, grace: float) -> None:
+    """Stop one process we did not start here (SIGTERM, ``grace``, SIGKILL), leaving its children be."""
+    try:
+        _stop(None, [psutil.Process(pid)], grace)
+    except psutil.Error:
+        return
+
+
+class Adopted:
+    """A process another worker started, watched here by its PID (Popen's ``pid`` and
+    ``wait``): the exit code is the one its wrapper wrote to its status file, if any."""
+
+    def __init__(self, pid: int, pid_started: float | None, status: Path | None):
+        self.pid = pid
+        self.args = [str(pid)]
+        self.status = status
+        self.returncode: int | None = None
+        self._started = pid_started
+        self._gone = False
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._gone:
+            if not is_running(self.pid, self._started):
+                self._gone = True
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            time.sleep(0.05 if deadline is None else max(0.0, min(0.05, deadline - time.monotonic())))
+        if self.returncode is None and self.status is not None:
+            self.returncode = read_status(self.status)
+        return self.returncode
 
 
 def kill_orphan(pid: int, pid_started: float | None, pwd: str, grace: float) -> None:
@@ -463,12 +503,14 @@ def _alive_pid(pid: int) -> bool:
         return False
 
 
-def close_unlaunched(row: Process, reason: str, permanent: bool = False) -> bool:
-    """A row whose command never started: queued -> exited, with the reason."""
+def close_unlaunched(row: Process, reason: str, permanent: bool = False, interrupted: bool = False) -> bool:
+    """A row whose command never started: queued -> exited, with the reason (``permanent``:
+    it never will; ``interrupted``: its worker stopped or died first, not its own doing)."""
     now = timezone.now()
-    return move(row, "queued", "exited", now=now, fields=dict(
-        reason=reason[:255], ended_at=now, result_json={"result": None, "permanent": permanent, "notes": [reason]},
-    ))
+    outcome = {"result": None, "permanent": permanent, "notes": [reason]}
+    if interrupted:
+        outcome["interrupted"] = True
+    return move(row, "queued", "exited", now=now, fields=dict(reason=reason[:255], ended_at=now, result_json=outcome))
 
 
 def finish(row: Process, exit_code: int | None, reason: str = "", result_json: dict | None = None,

@@ -8,13 +8,15 @@ A pool that runs hooks passes its hook runner's ``sweep`` and ``stop`` (see
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable
 
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 
 from archivebox.core.models import Machine
 from archivebox.process import forkclient, registry
@@ -66,10 +68,33 @@ class WorkerListener:
         if self.row is None:
             return
         if self.stop_hooks is not None:
-            self.stop_hooks(self.row, graceful)
+            with self._heartbeating():  # hooks may take HOOK_STOP_GRACE and more to wind down
+                self.stop_hooks(self.row, graceful)
         forkclient.CLIENT.stop()
         registry.close_worker(self.row, "stopped")
         logger.info("%s pool stopped", self.pool)
+
+    @contextlib.contextmanager
+    def _heartbeating(self):
+        """Heartbeats from a thread of their own while the consumer's loop no longer runs."""
+        done = threading.Event()
+
+        def beat() -> None:
+            try:
+                while not done.wait(self.config.heartbeat_interval):
+                    registry.heartbeat(self.row, self.config.heartbeat_ttl)
+            except Exception:
+                logger.exception("%s pool: heartbeat while stopping failed", self.pool)
+            finally:
+                connections.close_all()
+
+        thread = threading.Thread(target=beat, name=f"{self.pool}-stop-heartbeat", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            done.set()
+            thread.join()
 
     def _sweep(self) -> None:
         closed = sweep_workers(self.machine, exclude_pid=os.getpid())

@@ -1,52 +1,71 @@
 """Running one hook script for one ArchiveResult attempt.
 
-The side effect is keyed by (result, attempt): the Process row with key
-``hook:<result id>:<attempt>`` is created once, so a duplicate message finds it and does
-nothing. It launches the hook, waits for it (enforcing its timeout, and stopping it when
-the snapshot seals, the result is cancelled or this worker shuts down), reads its
-stdout records, records the outcome on the Process row and wakes the ArchiveResult,
-whose next tick turns the outcome into a transition.
+:func:`run_attempt` is one attempt, start to end, in this order:
+
+1. **resolve** the hook script, its config, environment and command line (a hook that is
+   gone or misconfigured is recorded as failed for good);
+2. **record** its Process row, keyed ``hook:<result id>:<attempt>`` so that it is created
+   once: a duplicate message finds the row and stops there;
+3. **spawn** it held (a Python hook as a held fork of the fork server, any other behind
+   the ``sh`` gate :data:`runner.GATE`), record that it runs with its PID, then release
+   it: a hook never does any work before its row knows its PID;
+4. **watch** it: its timeout, its result being cancelled, its owner ending, this worker
+   stopping (running hooks get HOOK_STOP_GRACE to finish first);
+5. **record the outcome**: read its stdout records (title, tags, outlinks, result),
+   close the Process row with its exit code and wake the ArchiveResult, whose next tick
+   turns the outcome into a transition.
+
+Each attempt runs in one pooled thread from start to end (:class:`HookRuns`): foreground
+hooks at most HOOK_CONCURRENCY at a time, in the order they were asked for; background
+hooks at once.
+
+A hook outlives its worker. The periodic sweep of a live worker (:func:`sweep_hooks`)
+adopts a hook whose worker died while it still runs, and watches it to its end
+(:func:`adopt`); it records the outcome of one that ended meanwhile from the exit status
+its wrapper wrote beside its logs and from its stdout log (:func:`recover`). An attempt
+cut short by a worker stopping or dying is marked ``interrupted``: it is run again, and
+it does not count as one of the hook's attempts.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import sys
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 from django.conf import settings
 from django.db import DatabaseError, connection
+from django.utils import timezone
 
 from archivebox.broker import shutting_down
 from archivebox.config import ConfigError
+from archivebox.core import rowsql
 from archivebox.core.models import ArchiveResult, Crawl, Machine, Process, Snapshot, Tag
 from archivebox.core.models.base import uuid7
+from archivebox.core.reads import find_hook, hook_of, owner_layers
 from archivebox.core.urlcheck import is_valid_url
 from archivebox.hooks.catalog import catalog
 from archivebox.hooks.config import to_env, url_filter
 from archivebox.hooks.discovery import HookScript
 from archivebox.hooks.output import HookReport, Outlink, read_report
-from archivebox.process import forkclient, runner
+from archivebox.process import forkclient, runner, sweep
 from archivebox.process.registry import current_worker
 from archivebox.process.threadpool import IDLE, ThreadPool
 from archivebox.sideeffects.crawl import create_snapshots
 from archivebox.sideeffects.queue import sideeffect
-from archivebox.core import rowsql
-from archivebox.core.reads import find_hook, hook_of, owner_layers
-from archivebox.process import sweep
 from archivebox.tasks.dispatch import wake_rows
 
 logger = logging.getLogger(__name__)
 
 INTERPRETERS = {"py": [sys.executable, "-I"], "sh": ["sh"], "js": ["node"]}
+# Why an attempt cut short by its worker stopping at once ended (it is run again, uncounted).
+STOPPED_AT_ONCE = f"{runner.SHUTDOWN}: stopped at once"
 
 
 def hook_command(hook: HookScript, *, url: str | None, snapshot_id, crawl_id, depth: int) -> list[str]:
@@ -60,28 +79,129 @@ def hook_command(hook: HookScript, *, url: str | None, snapshot_id, crawl_id, de
     return argv
 
 
-def forked(cmd: list, cwd: str, env, stdout: Path, stderr: Path, pending: forkclient.PendingFork | None = None):
-    """Run a Python hook (``[python, -I, script, args...]``) as a held fork of the
-    pre-warmed fork server (``pending``: its fork, asked for ahead); fall back to a fresh
-    interpreter, held the same way, if the server is unavailable."""
-    try:
-        if pending is None:
-            pending = forkclient.CLIENT.hold(cmd[2])
-            pending.prepare(cmd[2:], cwd, env, stdout, stderr, runner.status_path(stdout))
-        return pending.start()
-    except forkclient.ForkServerError as err:
-        logger.warning("%s; running %s in a new interpreter", err, Path(cmd[2]).name)
-        return runner.gated_spawner(cmd, cwd, env, stdout, stderr)
-
-
 def crawl_dir(crawl_id) -> Path:
     return settings.DATA_DIR / "crawls" / str(crawl_id)
 
 
+@dataclass
+class Attempt:
+    """One attempt of a result's hook, as watching it and recording its outcome need it."""
+
+    result_id: object
+    attempt: int
+    snapshot: Snapshot | None
+    crawl: Crawl
+    pwd: Path  # the hook's folder
+    timeout: float | None
+    wanted: Callable[[str], bool]  # which outlinks become snapshots
+    ran: float = 0.0  # seconds it ran before this worker watched it (adopted)
+
+
+# Running an attempt ----------------------------------------------------------------
+
+@sideeffect
+def run_hook(result_id, attempt: int) -> None:
+    """Run attempt ``attempt`` of a result's hook (in a pooled thread: the hook may run for hours)."""
+    result = rowsql.load(ArchiveResult, [result_id], "crawl", "snapshot").get(result_id)
+    if result is None or result.status != "started" or result.attempts != attempt:
+        return
+    RUNS.submit(result.background, partial(run_attempt, result))
+
+
+def run_attempt(result: ArchiveResult) -> None:
+    """Resolve, record, spawn, watch, record the outcome: one attempt of ``result``'s hook."""
+    snapshot, crawl, attempt = result.snapshot, result.crawl, result.attempts
+    machine = Machine.current(settings.ENGINE.machine_id)
+    key = f"hook:{result.pk}:{attempt}"
+    pwd = (crawl_dir(crawl.pk) if snapshot is None else snapshot.output_dir) / result.plugin
+    label = f"{result.plugin}/{result.hook_name}"
+
+    # 1. resolve
+    hook = find_hook(*hook_of(result))
+    if hook is None:
+        _record_failure(key, machine, result, pwd, label, f"hook script {label} no longer exists")
+        return
+    try:
+        layers = owner_layers(crawl, snapshot)
+        cat = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
+        config_env = to_env(cat.resolved(result.plugin, layers))
+        timeout = cat.timeout(result.plugin, layers)
+        wanted = url_filter(layers)
+    except ConfigError as err:
+        _record_failure(key, machine, result, pwd, label, f"config error: {err}")
+        return
+    env = {**runner.base_env(), **config_env, "DATA_DIR": str(settings.DATA_DIR), "CRAWL_DIR": str(crawl_dir(crawl.pk))}
+    if snapshot is not None:
+        env["SNAP_DIR"] = str(snapshot.output_dir)
+    cmd = hook_command(hook, url=snapshot.url if snapshot else None, snapshot_id=snapshot.pk if snapshot else None,
+                       crawl_id=crawl.pk, depth=snapshot.depth if snapshot else 0)
+    job = Attempt(result.pk, attempt, snapshot, crawl, pwd, timeout, wanted)
+
+    # 2. record
+    row, created = runner.create(kind=Process.Kind.HOOK, cmd=cmd, pwd=pwd, env=env, timeout=timeout, machine=machine,
+                                 parent=current_worker(), key=key, archiveresult_id=result.pk, attempt=attempt, label=label)
+    if not created:
+        logger.debug("%s already launched (%s), not running it twice", key, row.status)
+        return
+    if shutting_down.is_set():
+        _close_unlaunched(row, job, f"{runner.SHUTDOWN} before the hook started", interrupted=True)
+        return
+    pwd.mkdir(parents=True, exist_ok=True)
+
+    # 3. spawn (held until its PID is recorded)
+    spawner = forkclient.spawn_held if hook.ext == "py" and settings.ENGINE.forkserver else runner.gated_spawner
+    try:
+        running = runner.launch(row, env, spawner=spawner)
+    except runner.LaunchRefused as err:
+        logger.warning("%s", err)
+        wake_rows(ArchiveResult, [job.result_id])
+        return
+    except OSError as err:
+        _close_unlaunched(row, job, f"could not start: {err}", permanent=True)
+        return
+
+    # 4. watch, 5. record the outcome
+    watch(job, running)
+
+
+def watch(job: Attempt, running: runner.Running) -> None:
+    """Wait for a running hook (stopping it when it must stop), then record its outcome."""
+    exit_code, reason = runner.wait(running, job.timeout, lambda: stop_reason(job.result_id, job.attempt),
+                                    grace=settings.ENGINE.hook_kill_grace, ran=job.ran)
+    if exit_code is None and not reason:
+        # Nobody could read its exit code (its fork server died, or it was adopted): its
+        # wrapper wrote it to the status file, unless the wrapper was killed too.
+        exit_code = runner.read_status(runner.status_path(running.row.stdout_path))
+        if exit_code is None:
+            reason = f"{GONE} it ended without an exit status"
+    if exit_code != 0 and STOP.at_once.is_set():
+        reason = STOPPED_AT_ONCE  # killed on the way out, whoever saw its end first
+    record_outcome(job, running.row, exit_code, reason, running.exited_at)
+
+
+def record_outcome(job: Attempt, row: Process, exit_code: int | None, reason: str, ended_at=None) -> bool:
+    """Read what the hook reported, apply it, close its row, wake its result; True if this
+    call closed the row. Every step is idempotent, so a retry on a new connection after a
+    database blip repeats them."""
+    closed = []
+
+    def record() -> None:
+        report = _read(row, job)
+        apply_report(report, job.snapshot)
+        outcome = report.to_json()
+        if reason.startswith(runner.SHUTDOWN) or reason.startswith(GONE):
+            outcome["interrupted"] = True  # not the hook's doing: run it again, uncounted
+        closed.append(runner.finish(row, exit_code, reason, outcome, ended_at=ended_at))
+        wake_rows(ArchiveResult, [job.result_id])
+
+    runner.persistently(record, row.label)
+    return closed[-1]
+
+
 def stop_reason(result_id, attempt: int) -> str | None:
     """Why a running hook should stop now, if it should."""
-    if shutting_down.is_set():
-        return "worker shutting down"
+    if STOP.due():
+        return runner.SHUTDOWN
     try:
         row = ArchiveResult.objects.filter(pk=result_id).values("status", "attempts", "snapshot__status", "crawl__status").first()
     except DatabaseError as err:
@@ -98,6 +218,89 @@ def stop_reason(result_id, attempt: int) -> str | None:
     if owner_status in ("sealed", "failed"):
         return f"terminated when its {'snapshot' if row['snapshot__status'] else 'crawl'} was {owner_status}"
     return None
+
+
+class Stop:
+    """This worker's stop, as its hooks see it. From the first signal (``shutting_down``),
+    running hooks have HOOK_STOP_GRACE to finish before they are stopped; ``at_once`` (a
+    second signal) stops them now."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._noticed: float | None = None
+        self.at_once = threading.Event()
+
+    def due(self) -> bool:
+        if not shutting_down.is_set():
+            return False
+        with self._lock:
+            if self._noticed is None:
+                self._noticed = time.monotonic()
+            noticed = self._noticed
+        return self.at_once.is_set() or time.monotonic() - noticed >= settings.ENGINE.hook_stop_grace
+
+    def reset(self) -> None:
+        with self._lock:
+            self._noticed = None
+        self.at_once.clear()
+
+
+STOP = Stop()
+
+
+class HookRuns:
+    """Pooled threads for hook attempts, each from its start to its end: foreground ones at
+    most HOOK_CONCURRENCY at a time (the rest wait their turn, in order), background ones
+    (and adopted ones) at once. A thread serves one hook after another, keeping its database
+    connection, and ends after ``idle`` seconds without work."""
+
+    def __init__(self, idle: float = IDLE):
+        self.idle = idle
+        self._lock = threading.Lock()
+        self._foreground: ThreadPool | None = None
+        self._background = ThreadPool("hook-bg", idle=idle)
+
+    @staticmethod
+    def limit() -> int:
+        return settings.ENGINE.hook_concurrency or 2 * (os.cpu_count() or 1)
+
+    def submit(self, background: bool, run: Callable[[], None]) -> None:
+        self._pool(background).submit(run)
+
+    def join(self, timeout: float) -> int:
+        """Wait (up to ``timeout``) for every hook run to end; returns how many are left."""
+        deadline = time.monotonic() + timeout
+        left = self._background.join(timeout)
+        with self._lock:
+            foreground = self._foreground
+        if foreground is not None:
+            left += foreground.join(max(0.0, deadline - time.monotonic()))
+        return left
+
+    def _pool(self, background: bool) -> ThreadPool:
+        if background:
+            return self._background
+        with self._lock:
+            if self._foreground is None:
+                self._foreground = ThreadPool("hook", idle=self.idle, limit=self.limit())
+            return self._foreground
+
+
+RUNS = HookRuns()
+
+
+# What a hook reported ---------------------------------------------------------------
+
+def _read(row: Process, job: Attempt) -> HookReport:
+    snap_dir = job.snapshot.output_dir if job.snapshot else crawl_dir(job.crawl.pk)
+    try:
+        with open(row.stdout_path, "rb") as stream:
+            return read_report(stream, hook_dir=job.pwd, snap_dir=snap_dir,
+                               on_outlinks=outlink_sink(job.snapshot, job.crawl, job.wanted), label=row.label)
+    except (OSError, TypeError) as err:  # TypeError: no stdout path (it never started)
+        report = HookReport()
+        report.note(f"could not read stdout: {err}")
+        return report
 
 
 def apply_report(report: HookReport, snapshot: Snapshot | None) -> None:
@@ -121,356 +324,118 @@ def outlink_sink(snapshot: Snapshot | None, crawl: Crawl, wanted: Callable[[str]
         for expand in (True, False):
             depth = own_depth if expand else own_depth + 1
             urls = list(dict.fromkeys(link.url.strip() for link in links
-                                      if link.expand is expand and _archivable(link.url) and wanted(link.url.strip())))
+                                      if link.expand is expand and is_valid_url(link.url) and wanted(link.url.strip())))
             if urls and depth <= crawl.max_depth:
                 create_snapshots(crawl, urls, depth=depth, parent_id=snapshot.pk if snapshot else None)
 
     return sink
 
 
-def _archivable(url: str) -> bool:
-    """Outlinks pass the same check as URLs given to ``add``."""
-    return is_valid_url(url)
+def _close_unlaunched(row: Process, job: Attempt, reason: str, permanent: bool = False, interrupted: bool = False) -> None:
+    runner.close_unlaunched(row, reason, permanent=permanent, interrupted=interrupted)
+    wake_rows(ArchiveResult, [job.result_id])
 
 
-@sideeffect
-def run_hook(result_id, attempt: int, named: tuple[str, str, str] | None = None) -> None:
-    """Run attempt ``attempt`` of a result's hook. ``named``: its :func:`hook_of`, if the
-    caller knows it; its turn and its fork are then asked for before the row is read."""
-    expected = find_hook(*named) if named else None
-    with SUPERVISORS.reserve(expected) as slot:
-        result = rowsql.load(ArchiveResult, [result_id], "crawl", "snapshot").get(result_id)
-        if result is None or result.status != "started" or result.attempts != attempt:
-            return
-        hook = find_hook(*hook_of(result))
-        if hook == expected:
-            _run_attempt(result, attempt, hook, slot)
-            return
-    with SUPERVISORS.reserve(hook) as slot:  # not named by the caller, or its scripts changed meanwhile
-        _run_attempt(result, attempt, hook, slot)
-
-
-def _run_attempt(result: ArchiveResult, attempt: int, hook: HookScript | None, slot: Slot) -> None:
-    """Prepare and run one attempt of ``result``'s hook, with the turn (and fork) in ``slot``."""
-    snapshot, crawl = result.snapshot, result.crawl
-    machine = Machine.current(settings.ENGINE.machine_id)
-    key = f"hook:{result.pk}:{attempt}"
-    base = crawl_dir(crawl.pk) if snapshot is None else snapshot.output_dir
-    pwd = base / result.plugin
-    if hook is None:
-        _record_failure(key, machine, result, pwd, f"hook script {result.plugin}/{result.hook_name} no longer exists")
-        return
-    try:
-        layers = owner_layers(crawl, snapshot)
-        cat = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
-        config_env = to_env(cat.resolved(result.plugin, layers))
-        timeout = cat.timeout(result.plugin, layers)
-        wanted = url_filter(layers)
-    except ConfigError as err:
-        _record_failure(key, machine, result, pwd, f"config error: {err}")
-        return
-    env = {**runner.base_env(), **config_env, "DATA_DIR": str(settings.DATA_DIR), "CRAWL_DIR": str(crawl_dir(crawl.pk))}
-    if snapshot is not None:
-        env["SNAP_DIR"] = str(snapshot.output_dir)
-    cmd = hook_command(hook, url=snapshot.url if snapshot else None, snapshot_id=snapshot.pk if snapshot else None,
-                       crawl_id=crawl.pk, depth=snapshot.depth if snapshot else 0)
-    process_id = uuid7()
-    job = Supervised(None, env, forked if hook.ext == "py" and settings.ENGINE.forkserver else None, timeout,
-                     hook.background, result.pk, attempt, pwd, snapshot, crawl, wanted,
-                     cmd=cmd, logs=runner.log_paths(process_id, make=True))
-
-    def create() -> tuple[Process, bool]:
-        """The hook's Process row (and whether it is new), then its folder (a held fork
-        makes it too, meanwhile)."""
-        created = runner.create(kind=Process.Kind.HOOK, cmd=cmd, pwd=pwd, env=env, timeout=timeout, machine=machine,
-                                parent=current_worker(), key=key, archiveresult_id=result.pk, attempt=attempt,
-                                label=f"{result.plugin}/{result.hook_name}", id=process_id)
-        pwd.mkdir(parents=True, exist_ok=True)
-        return created
-
-    SUPERVISORS.run(job, create, slot)
-
-
-@dataclass
-class Slot:
-    """What :meth:`Supervisors.reserve` got for a hook about to run."""
-
-    turn: bool  # it may run now (a background hook always may)
-    pending: forkclient.PendingFork | None = None  # its fork, asked for ahead
-    taken: bool = False  # Supervisors.run took both over
-
-
-@dataclass
-class Supervised:
-    """Everything a supervisor thread needs to run one hook to its end."""
-
-    row: Process | None  # None until the row is written
-    env: dict
-    spawner: Callable | None
-    timeout: float
-    background: bool
-    result_id: object
-    attempt: int
-    pwd: Path
-    snapshot: Snapshot | None
-    crawl: Crawl
-    wanted: Callable[[str], bool]
-    cmd: list[str] | None = None
-    logs: tuple[Path, Path] | None = None
-    pending: forkclient.PendingFork | None = None  # its fork, asked for before the row was written
-
-
-def launch_hook(job: Supervised) -> runner.Running | None:
-    """Start the hook of a queued Process row; None if it will not run (the row is closed
-    with the reason and the result woken)."""
-    pending, job.pending = job.pending, None
-    if shutting_down.is_set():
-        if pending is not None:
-            pending.cancel()
-        runner.close_unlaunched(job.row, "worker shutting down before the hook started")
-        wake_rows(ArchiveResult, [job.result_id])
-        return None
-    spawner = (job.spawner or runner.gated_spawner) if pending is None else partial(forked, pending=pending)
-    try:
-        return runner.launch(job.row, job.env, spawner=spawner, logs=job.logs)
-    except runner.LaunchRefused as err:
-        logger.warning("%s", err)
-        wake_rows(ArchiveResult, [job.result_id])
-        return None
-    except OSError as err:
-        runner.close_unlaunched(job.row, f"could not start: {err}", permanent=True)
-        wake_rows(ArchiveResult, [job.result_id])
-        return None
-
-
-def watch(job: Supervised, running: runner.Running, abandoned: threading.Event | None = None) -> None:
-    """Wait for a launched hook, record what it reported, and wake its ArchiveResult
-    (unless ``abandoned`` is set by then: the worker stops at once, and records the end
-    of every hook it kills on the way out)."""
-    exit_code, reason = runner.wait(running, job.timeout, lambda: stop_reason(job.result_id, job.attempt),
-                                    grace=settings.ENGINE.hook_kill_grace)
-    if abandoned is not None and abandoned.is_set():
-        return
-
-    def record() -> None:  # every step is idempotent, so a retry after a lost connection repeats them
-        report = _read(job.row, job.pwd, job.snapshot, job.crawl, job.wanted)
-        apply_report(report, job.snapshot)
-        runner.finish(job.row, exit_code, reason, report.to_json(), ended_at=running.exited_at)
-        wake_rows(ArchiveResult, [job.result_id])
-
-    runner.persistently(record, job.row.label)
-
-
-class Supervisors:
-    """Launches hooks and supervises them until they end, so the worker can wait for them on stop.
-
-    A hook that may run now (a background hook, or a foreground hook while fewer than
-    HOOK_CONCURRENCY run) is launched from the calling thread at once, and a pooled
-    thread waits for it; a Python hook's fork is asked of the fork server before its
-    Process row is written, so the two happen together. A foreground hook beyond the
-    limit waits for a turn: the thread of the next foreground hook to end launches it.
-    The threads, and their database connections, serve one hook after another.
-    """
-
-    def __init__(self, idle: float = IDLE):
-        self._lock = threading.Lock()
-        self._idle = threading.Condition(self._lock)
-        self._foreground = ThreadPool("hook", idle=idle)
-        self._background = ThreadPool("hook-bg", idle=idle)
-        self._running = 0  # foreground hooks holding a turn
-        self._waiting: deque[Supervised] = deque()
-        # Set when the worker stops at once: it kills and records the hooks still running.
-        self.abandoned = threading.Event()
-
-    @staticmethod
-    def limit() -> int:
-        return settings.ENGINE.hook_concurrency or 2 * (os.cpu_count() or 1)
-
-    @contextlib.contextmanager
-    def reserve(self, hook: HookScript | None) -> Iterator[Slot]:
-        """As soon as the hook is known: its turn if it may run now, and for a Python hook
-        a fork of the server, asked for at once so that it happens while the run is being
-        prepared. What :meth:`run` does not take over is given back on the way out."""
-        slot = Slot(turn=hook is not None and (hook.background or self._take_turn()))
-        if slot.turn and hook.ext == "py" and settings.ENGINE.forkserver:
-            try:
-                slot.pending = forkclient.CLIENT.hold(str(hook.path))
-            except forkclient.ForkServerError as err:
-                logger.debug("no early fork for %s: %s", hook.path, err)
-        try:
-            yield slot
-        finally:
-            if not slot.taken:
-                if slot.pending is not None:
-                    slot.pending.cancel()
-                if slot.turn and not hook.background:
-                    self._pass_turn()
-
-    def run(self, job: Supervised, create: Callable[[], tuple[Process, bool]], slot: Slot) -> None:
-        """Write the hook's Process row (``create``: the row and whether it is new) and run
-        it: now if ``slot`` holds a turn, else when one comes free."""
-        slot.taken = True
-        if slot.pending is not None:
-            try:
-                slot.pending.prepare(job.cmd[2:], str(job.pwd), job.env, *job.logs, runner.status_path(job.logs[0]))
-                job.pending = slot.pending
-            except forkclient.ForkServerError as err:
-                logger.debug("early fork for %s lost: %s", job.cmd[2], err)
-        try:
-            job.row, created = create()
-        except BaseException:
-            self._call_off(job, slot.turn)
-            raise
-        if not created:
-            self._call_off(job, slot.turn)
-            logger.debug("%s already launched (%s), not running it twice", job.row.key, job.row.status)
-            return
-        if not slot.turn:
-            self.start(job)
-        elif not self._launch(job):
-            self._done(job)
-
-    def start(self, job: Supervised) -> None:
-        """Run the hook of a queued row: now if it may, else when a turn comes free."""
-        if (job.background or self._take_turn(otherwise_wait=job)) and not self._launch(job):
-            self._done(job)
-
-    def _take_turn(self, otherwise_wait: Supervised | None = None) -> bool:
-        """A foreground turn, if one is free; if not, ``otherwise_wait`` waits for one."""
-        with self._lock:
-            if self._running >= self.limit():
-                if otherwise_wait is not None:
-                    self._waiting.append(otherwise_wait)
-                return False
-            self._running += 1
-            return True
-
-    def _call_off(self, job: Supervised, turn: bool) -> None:
-        if job.pending is not None:
-            job.pending.cancel()
-            job.pending = None
-        if turn:
-            self._done(job)
-
-    def _launch(self, job: Supervised) -> bool:
-        """Launch the hook from this thread and hand it to a pooled thread; False if it did
-        not start (its turn, if any, is still the caller's)."""
-        try:
-            running = launch_hook(job)
-        except Exception:
-            logger.exception("launching %s failed; its result will retry when its deadline passes", job.row.label)
-            return False
-        if running is None:
-            return False
-        pool = self._background if job.background else self._foreground
-        try:
-            pool.submit(lambda: self._watch(job, running))
-        except RuntimeError as err:  # no thread to be had: supervise it from this one
-            logger.warning("no thread for %s (%s): supervising it from this one", job.row.label, err)
-            self._watch(job, running)
-        return True
-
-    def _watch(self, job: Supervised, running: runner.Running) -> None:
-        threading.current_thread().name = f"hook {job.row.label}"
-        try:
-            watch(job, running, self.abandoned)
-        except Exception:
-            logger.exception("supervising %s failed; its result will retry when its deadline passes", job.row.label)
-        finally:
-            self._done(job)
-
-    def _done(self, job: Supervised) -> None:
-        """``job`` is over (or never started): a foreground hook passes its turn on."""
-        if not job.background:
-            self._pass_turn()
-
-    def _pass_turn(self) -> None:
-        """A foreground turn is free: the next waiting hooks are launched from this thread
-        until one runs (it holds the turn then) or none is left."""
-        while True:
-            with self._lock:
-                if not self._waiting:
-                    self._running -= 1
-                    self._idle.notify_all()
-                    return
-                job = self._waiting.popleft()
-            if self._launch(job):
-                return
-
-    def join(self, timeout: float) -> int:
-        """Wait (up to ``timeout``) for every supervised hook to end; returns how many are left."""
-        deadline = time.monotonic() + timeout
-        left = self._background.join(timeout)
-        with self._lock:
-            while (self._running or self._waiting) and (remaining := deadline - time.monotonic()) > 0:
-                self._idle.wait(remaining)
-            return left + self._running + len(self._waiting)
-
-
-SUPERVISORS = Supervisors()
-
-
-def _read(row: Process, pwd: Path, snapshot: Snapshot | None, crawl: Crawl, wanted: Callable[[str], bool]) -> HookReport:
-    snap_dir = snapshot.output_dir if snapshot else crawl_dir(crawl.pk)
-    try:
-        with open(row.stdout_path, "rb") as stream:
-            return read_report(stream, hook_dir=pwd, snap_dir=snap_dir, on_outlinks=outlink_sink(snapshot, crawl, wanted), label=row.label)
-    except OSError as err:
-        report = HookReport()
-        report.note(f"could not read stdout: {err}")
-        return report
-
-
-def _record_failure(key: str, machine: Machine, result: ArchiveResult, pwd: Path, reason: str) -> None:
+def _record_failure(key: str, machine: Machine, result: ArchiveResult, pwd: Path, label: str, reason: str) -> None:
     """A hook that cannot even be launched: record why (permanently) and let the result see it."""
     row, created = runner.create(kind=Process.Kind.HOOK, cmd=[], pwd=pwd, env={}, timeout=None, machine=machine,
-                                 key=key, archiveresult_id=result.pk, attempt=result.attempts,
-                                 label=f"{result.plugin}/{result.hook_name}")
+                                 key=key, archiveresult_id=result.pk, attempt=result.attempts, label=label)
     if created:
         runner.close_unlaunched(row, reason, permanent=True)
-        logger.warning("%s: %s", row.label, reason)
+        logger.warning("%s: %s", label, reason)
     wake_rows(ArchiveResult, [result.pk])
 
 
+# Hooks whose worker is gone ----------------------------------------------------------
+
+GONE = "gone:"
+
+
 def sweep_hooks(machine: Machine, grace: float, exclude_pid: int | None = None) -> int:
-    """Close or kill the hooks this machine's dead workers left behind. Returns rows closed."""
+    """Take over the hooks this machine's dead workers left behind: close the rows of those
+    never launched, adopt those still running, record those that ended. Returns rows closed."""
     closed = 0
     for row in sweep.orphans(machine, "queued"):
-        if row.parent_id is not None and runner.close_unlaunched(row, "never launched: its worker was gone"):
+        if row.parent_id is not None and runner.close_unlaunched(row, "never launched: its worker was gone", interrupted=True):
             closed += 1
             wake_rows(ArchiveResult, [row.archiveresult_id])
     for row in sweep.orphans(machine, "running"):
         if row.pid == exclude_pid:
             continue
         if runner.is_running(row.pid, row.pid_started):
-            if row.parent_id is None:
-                continue  # nobody to ask; the Process row's own deadline closes it
-            logger.warning("killing orphaned %s (pid %s): its worker is gone", row.label, row.pid)
-            reason = "killed: its worker was gone"
-        else:
-            reason = "gone: no exit code was recorded"
-        runner.kill_orphan(row.pid, row.pid_started, row.pwd, grace)  # and whatever it left running
-        if runner.finish(row, None, reason):
-            closed += 1
-            wake_rows(ArchiveResult, [row.archiveresult_id])
+            if row.parent_id is not None:
+                adopt(row)
+            continue  # without a known worker, nobody to ask: the Process row's own deadline closes it
+        closed += recover(row, grace)
     return closed
 
 
-def stop_hooks(worker: Process, graceful: bool) -> None:
-    """The worker stops: wait for its hooks (they are being stopped), then kill and record
-    any still running (a second signal cut the graceful stop short)."""
+def adopt(row: Process) -> bool:
+    """A hook whose worker died runs on: this worker takes it over (a compare-and-swap on its
+    parent, so one worker wins) and watches it to its end as if it had started it."""
+    worker = current_worker()
+    job = _attempt_of(row)
+    if worker is None or job is None:
+        return False
+    if not Process.objects.filter(pk=row.pk, status="running", parent_id=row.parent_id).update(parent=worker):
+        return False  # another worker adopted it first
+    logger.warning("adopting %s (pid %s): its worker is gone", row.label, row.pid)
+    status = runner.status_path(row.stdout_path) if row.stdout_path else None
+    running = runner.Running(row, runner.Adopted(row.pid, row.pid_started, status))
+    RUNS.submit(True, partial(watch, job, running))
+    return True
+
+
+def recover(row: Process, grace: float) -> int:
+    """A hook whose worker died ended while nobody watched: record its outcome from its exit
+    status file and its stdout log, as its worker would have. Without an exit status (it never
+    ran, or its wrapper was killed) the attempt was interrupted. Returns 1 if it closed the row."""
+    runner.kill_orphan(row.pid, row.pid_started, row.pwd, grace)  # whatever it left running
+    code = runner.read_status(runner.status_path(row.stdout_path)) if row.stdout_path else None
+    reason = "" if code is not None else f"{GONE} its worker died and it left no exit status"
+    job = _attempt_of(row)
+    if job is None:
+        return int(runner.finish(row, code, reason or "its result is gone"))
+    if code is not None:
+        logger.warning("recording %s (pid %s), which ended (exit %s) after its worker was gone", row.label, row.pid, code)
+    return int(record_outcome(job, row, code, reason))
+
+
+def _attempt_of(row: Process) -> Attempt | None:
+    """The attempt a hook row another worker started belongs to, read back from its rows."""
+    result = rowsql.load(ArchiveResult, [row.archiveresult_id], "crawl", "snapshot").get(row.archiveresult_id) if row.archiveresult_id else None
+    if result is None:
+        return None
     try:
-        left = SUPERVISORS.join(timeout=settings.ENGINE.hook_kill_grace + 5 if graceful else 0.5)
-    except KeyboardInterrupt:
-        left = -1  # a second signal: stop waiting for the hooks to wind down
+        wanted = url_filter(owner_layers(result.crawl, result.snapshot))
+    except ConfigError:
+        wanted = bool
+    ran = (timezone.now() - row.started_at).total_seconds() if row.started_at else 0.0
+    return Attempt(result.pk, row.attempt, result.snapshot, result.crawl, Path(row.pwd), row.timeout, wanted, ran=ran)
+
+
+def stop_hooks(worker: Process, graceful: bool) -> None:
+    """The worker stops. Graceful: running hooks get HOOK_STOP_GRACE to finish, then are
+    stopped; wait for them to be recorded. At once (or a second signal meanwhile): stop them
+    now, and record any its watcher did not."""
+    engine = settings.ENGINE
+    left = 1
+    if graceful:
+        try:
+            left = RUNS.join(timeout=engine.hook_stop_grace + engine.hook_kill_grace + 5)
+        except KeyboardInterrupt:
+            left = 1  # a second signal: stop them now
     if left:
-        logger.warning("hooks still running on the way out are killed")
-        SUPERVISORS.abandoned.set()
-    for hook in Process.objects.filter(parent=worker, status="running"):
-        logger.warning("killing %s (pid %s) on the way out", hook.label, hook.pid)
-        runner.kill_orphan(hook.pid, hook.pid_started, hook.pwd, grace=0.2)
-        if runner.finish(hook, None, "killed: its worker stopped at once") and hook.archiveresult_id:
-            wake_rows(ArchiveResult, [hook.archiveresult_id])
+        STOP.at_once.set()
+        hooks = list(Process.objects.filter(parent=worker, status="running", kind=Process.Kind.HOOK))
+        for hook in hooks:
+            logger.warning("stopping %s (pid %s) on the way out", hook.label, hook.pid)
+            runner.kill_orphan(hook.pid, hook.pid_started, hook.pwd, grace=0.2)
+        RUNS.join(timeout=2.0)  # their watchers record them
+        for hook in hooks:
+            if runner.finish(hook, None, STOPPED_AT_ONCE, {"interrupted": True, "notes": [STOPPED_AT_ONCE]}) and hook.archiveresult_id:
+                wake_rows(ArchiveResult, [hook.archiveresult_id])
+    STOP.reset()
 
 
 def sweep_machine(machine: Machine, grace: float = 3.0, exclude_pid: int | None = None) -> int:

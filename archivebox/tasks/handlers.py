@@ -16,7 +16,8 @@ from django.conf import settings
 from archivebox.config import ConfigError, EngineConfig
 from archivebox.core.models import SNAPSHOTS_STEP, ArchiveResult, Crawl, Process, Snapshot
 from archivebox.hooks.catalog import catalog
-from archivebox.core.reads import PARK, expected_hooks, hook_of, owner_layers, parked, results_of
+from archivebox.hooks.discovery import is_finite
+from archivebox.core.reads import PARK, expected_hooks, owner_layers, parked, results_of
 from archivebox.core import rowsql
 from archivebox.tasks.registry import Decision, Go, Wait
 from archivebox.transitions import archiveresult as ar_t
@@ -30,6 +31,8 @@ FINAL_RESULT = tuple(ArchiveResultGraph.finals)
 PUMP = dt.timedelta(seconds=5)
 # Margin beyond a hook's timeout for its waiter to stop it and record the outcome.
 HOOK_DEADLINE_GRACE = 30.0
+# How many attempts of one result may be interrupted (its worker stopped or died) without counting.
+MAX_INTERRUPTIONS = 20
 
 
 def seconds(value: float) -> dt.timedelta:
@@ -85,8 +88,9 @@ def step_progress(results: list[ResultView], current: int) -> tuple[str, int | N
     """Where an owner stands in its hook steps: ("wait", None), ("advance", step) or ("done", None).
 
     A step is done when every foreground result of it (and of earlier steps) is final;
-    background results never block. The owner then jumps to the next step that has
-    queued results, skipping empty steps.
+    background results never block a step. The owner then jumps to the next step that has
+    queued results, skipping empty steps; it is done when no result is left to run, and
+    no ``.finite.bg`` one is still running (other background hooks are stopped at its end).
     """
     if any(r.step <= current and not r.background and not r.final for r in results):
         return "wait", None
@@ -95,6 +99,8 @@ def step_progress(results: list[ResultView], current: int) -> tuple[str, int | N
         return "advance", min(later)
     if any(r.status == "queued" for r in results):
         return "wait", None  # background hooks of this step have not launched yet
+    if any(r.background and not r.final and is_finite(r.hook_name) for r in results):
+        return "wait", None  # a .finite.bg hook is awaited before its owner ends (its timeout bounds the wait)
     return "done", None
 
 
@@ -250,9 +256,28 @@ def judge_attempt(result: ArchiveResult, owner, now: dt.datetime, config: Engine
                                                                                       ar_t.transition_archiveresult_started_to_succeeded)
         return Go(target, {"output_str": output_str, "output_json": output_json})
     why = process.reason or (f"exit code {process.exit_code}" if process.exit_code is not None else "no exit code")
+    if outcome.get("interrupted"):
+        return interrupted(result, owner, why, output_json, now, config)
     if owner.is_final:
         return Go(ar_t.transition_archiveresult_started_to_failed, {"output_str": why, "output_json": output_json})
     return retry_or_fail(result, why, output_json, now, config)
+
+
+def interrupted(result: ArchiveResult, owner, why: str, output_json, now: dt.datetime, config: EngineConfig) -> Decision:
+    """An attempt cut short by its worker stopping or dying, not by the hook: run it again
+    at once, and the attempt does not count (up to MAX_INTERRUPTIONS times, so that a hook
+    that takes its worker down with it still ends)."""
+    if owner.is_final:
+        kind = type(owner).__name__.lower()
+        return Go(ar_t.transition_archiveresult_started_to_skipped,
+                  {"output_str": f"interrupted ({why}) and its {kind} was {owner.status} before it could run again",
+                   "output_json": output_json})
+    limit = result.attempt_limit or config.hook_max_attempts
+    if limit - config.hook_max_attempts >= MAX_INTERRUPTIONS:
+        return retry_or_fail(result, why, output_json, now, config)
+    return Go(ar_t.transition_archiveresult_started_to_queued,
+              {"retry_at": now, "output_str": f"attempt {result.attempts} interrupted: {why}", "output_json": output_json,
+               "attempt_limit": limit + 1})
 
 
 def wait_for_attempt(result: ArchiveResult, process: AttemptView | None, owner, now: dt.datetime, config: EngineConfig) -> Decision:
@@ -268,7 +293,7 @@ def wait_for_attempt(result: ArchiveResult, process: AttemptView | None, owner, 
         if now < first_check:
             return Wait(min(deadline, first_check), "hook launch pending")
         return Wait(min(deadline, lost_check(result.started_at, now, config)), "hook launch lost?",
-                    (Effect("run_hook", (result.pk, result.attempts, hook_of(result))),))
+                    (Effect("run_hook", (result.pk, result.attempts)),))
     if owner.is_final:
         return Wait(min(deadline, now + seconds(config.hook_kill_grace + 2)), "being stopped")
     return Wait(deadline, "hook running")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as dt
 
 from archivebox.core.models import ArchiveResult
-from archivebox.core.reads import hook_of
 from archivebox.transitions.cas import move
 from archivebox.transitions.effects import Effect
 
@@ -19,7 +18,7 @@ def transition_archiveresult_queued_to_started(result: ArchiveResult, *, now: dt
     attempt = result.attempts + 1
     return move(result, "queued", "started", now=now, claim=claim, retry_at=check_at,
                 fields={"attempts": attempt, "started_at": now, "finished_at": None},
-                then=[Effect("run_hook", (result.pk, attempt, hook_of(result)))])
+                then=[Effect("run_hook", (result.pk, attempt))])
 
 
 def transition_archiveresult_queued_to_skipped(result: ArchiveResult, *, now: dt.datetime, reason: str, claim=None) -> bool:
@@ -46,10 +45,13 @@ def transition_archiveresult_started_to_skipped(result: ArchiveResult, *, now: d
 
 
 def transition_archiveresult_started_to_queued(result: ArchiveResult, *, now: dt.datetime, retry_at: dt.datetime, output_str: str = "",
-                                               output_json=None, claim=None) -> bool:
-    """A retry: keep what the failed attempt reported, run again at ``retry_at``."""
-    return move(result, "started", "queued", now=now, claim=claim, retry_at=retry_at,
-                fields={"output_str": output_str, "output_json": output_json})
+                                               output_json=None, claim=None, attempt_limit: int | None = None) -> bool:
+    """A retry: keep what the failed attempt reported, run again at ``retry_at``
+    (``attempt_limit``: a new limit, when the attempt that ended must not count)."""
+    fields = {"output_str": output_str, "output_json": output_json}
+    if attempt_limit is not None:
+        fields["attempt_limit"] = attempt_limit
+    return move(result, "started", "queued", now=now, claim=claim, retry_at=retry_at, fields=fields)
 
 
 def transition_archiveresult_give_up(result: ArchiveResult, *, now: dt.datetime, error: str, claim=None) -> bool:

@@ -94,8 +94,11 @@ def test_the_sweep_kills_the_group_of_an_orphaned_hook_whose_leader_already_exit
         kill_quietly(kid)
 
 
-def test_with_the_fork_server_a_sigkilled_consumers_hook_daemon_is_killed_too(tmp_path):
-    coll = collection(tmp_path, "h_hang", H_HANG_TIMEOUT="120", HOOK_MAX_ATTEMPTS="1", SWEEP_INTERVAL="600", FORKSERVER="true")
+def test_with_the_fork_server_a_sigkilled_consumers_hook_is_adopted_and_its_daemon_stopped_with_it(tmp_path):
+    """A forked hook outlives its SIGKILLed worker: the next worker adopts it (its row names
+    the new worker) instead of killing it, and stopping that worker stops its whole family."""
+    coll = collection(tmp_path, "h_hang", H_HANG_TIMEOUT="120", HOOK_MAX_ATTEMPTS="1", SWEEP_INTERVAL="600", FORKSERVER="true",
+                      HOOK_STOP_GRACE="0.5")
     coll.cli("add", "--bg", "https://example.com/forked-orphan")
     coll.start_consumer("ticks", 2)
     first = coll.start_consumer("sideeffects", 4)
@@ -108,10 +111,15 @@ def test_with_the_fork_server_a_sigkilled_consumers_hook_daemon_is_killed_too(tm
         family = {kind: int(pid) for kind, pid in (line.split() for line in (folder / "descendants.txt").read_text().splitlines())}
         os.kill(first.pid, signal.SIGKILL)
         first.wait()
-        coll.start_consumer("sideeffects", 4)
-        wait_until(lambda: coll.scalar("SELECT status FROM core_process WHERE kind='hook'") == "exited", timeout=20,
-                   message="the orphan's row closed")
-        wait_all_dead(family, 3, "the orphaned hook's family to die")
+        second = coll.start_consumer("sideeffects", 4)
+        adopted = ("SELECT w.pid FROM core_process h JOIN core_process w ON h.parent_id = w.id "
+                   "WHERE h.kind='hook' AND h.status='running'")
+        wait_until(lambda: coll.scalar(adopted) == second.pid, timeout=20, message="the new worker to adopt the hook")
+        assert not any(pid_dead(pid) for pid in family.values())
+        second.send_signal(signal.SIGINT)
+        second.wait(timeout=60)
+        wait_all_dead(family, 3, "the adopted hook's family to die with its stop")
+        assert coll.scalar("SELECT status FROM core_process WHERE kind='hook'") == "exited"
     finally:
         kill_quietly(*family.values())
         coll.stop_all(signal.SIGINT)
@@ -294,41 +302,17 @@ def test_a_forked_hook_imports_nothing_the_fork_server_has_not_preloaded(tmp_pat
     assert sorted(in_child - preloaded) == []
 
 
-def test_a_launch_request_naming_another_hook_runs_the_results_own_hook(use_plugins):
-    """The launch request names the hook so that its fork is asked for before the row is
-    read; if the name is stale (the scripts changed meanwhile), the row's own hook runs."""
+@pytest.mark.parametrize("hook_name", ["on_Snapshot__10_args.py", "on_Snapshot__11_args.sh"])
+def test_a_stale_launch_request_starts_nothing_and_leaves_nothing(use_plugins, hook_name):
+    """A duplicate request (the attempt started already) writes no row, forks nothing, and
+    leaves no folder and no log files."""
     use_plugins("h_args")
-    snapshot = make_snapshot("https://example.com/named")
-    result = started_result(snapshot, "h_args", "on_Snapshot__10_args.py")
-    run_hook.run(result.pk, result.attempts, ("h_args", "on_Snapshot__11_args.sh", "Snapshot"))
-    key = f"hook:{result.pk}:{result.attempts}"
-    wait_until(lambda: Process.objects.filter(key=key, status="exited").exists(), timeout=30, message="the hook to end")
-    process = Process.objects.get(key=key)
-    assert process.exit_code == 0 and process.cmd[2].endswith("h_args/on_Snapshot__10_args.py"), process.cmd
-
-
-def test_a_stale_launch_request_calls_off_the_fork_it_asked_for(use_plugins):
-    """A duplicate request (the attempt started already) starts nothing, and the fork held
-    for it ends without running the script."""
-    use_plugins("h_args")
-    snapshot = make_snapshot("https://example.com/stale")
-    result = started_result(snapshot, "h_args", "on_Snapshot__10_args.py", attempts=2)
-    run_hook.run(result.pk, 1, hook_effects.hook_of(result))  # attempt 1 is over
-    server = psutil.Process(forkclient.CLIENT._handle.pid)
-    wait_until(lambda: not server.children(), timeout=10, message="the held fork to end")
-    assert not Process.objects.filter(archiveresult=result).exists()
-    assert not (snapshot.output_dir / "h_args").exists()
-
-
-def test_a_stale_launch_request_of_a_shell_hook_leaves_no_log_files(use_plugins):
-    """A shell hook's log files are made while its row is read; a request for an attempt
-    that is over removes them again."""
-    use_plugins("h_args")
-    snapshot = make_snapshot("https://example.com/stale-sh")
-    result = started_result(snapshot, "h_args", "on_Snapshot__11_args.sh", attempts=2)
+    snapshot = make_snapshot(f"https://example.com/stale-{hook_name}")
+    result = started_result(snapshot, "h_args", hook_name, attempts=2)
     logs = settings.LOGS_DIR / "processes"
     before = set(logs.rglob("*.log"))
-    run_hook.run(result.pk, 1, hook_effects.hook_of(result))  # attempt 1 is over
+    run_hook.run(result.pk, 1)  # attempt 1 is over
+    hook_effects.RUNS.join(10)
     assert set(logs.rglob("*.log")) == before
     assert not Process.objects.filter(archiveresult=result).exists()
     assert not (snapshot.output_dir / "h_args").exists()

@@ -213,3 +213,15 @@ def test_an_owner_waiting_for_its_background_hook_to_launch_looks_again_soon(tmp
     crawl.refresh_from_db()
     # the background hook is launched: nothing is left to wait for, so the crawl looks again soon
     assert crawl.retry_at <= now + dt.timedelta(seconds=config.sideeffect_lost_after), crawl.retry_at - now
+
+
+def test_a_finite_background_hook_is_awaited_before_its_snapshot_seals(tmp_path):
+    """A ``.finite.bg`` hook (an extractor such as wget in abx-plugins) does not hold back
+    later steps, but its snapshot waits for it instead of stopping it at seal."""
+    coll = collection(tmp_path, "h_finite")
+    coll.cli("add", "https://example.com/finite")
+    got = {r["hook_name"]: r for r in coll.query("SELECT hook_name, status, output_str, finished_at FROM core_archiveresult")}
+    assert (got["on_Snapshot__10_long.finite.bg.sh"]["status"], got["on_Snapshot__10_long.finite.bg.sh"]["output_str"]) == \
+        ("succeeded", "finished in the background")
+    assert got["on_Snapshot__20_quick.sh"]["finished_at"] < got["on_Snapshot__10_long.finite.bg.sh"]["finished_at"]
+    assert coll.counts("snapshot") == {"sealed": 1}

@@ -1,4 +1,5 @@
-"""Sweeps: Process rows whose process is gone are closed (exit code NULL); orphaned hooks are killed."""
+"""Sweeps: rows of workers that are gone are closed; their hooks are adopted by a live
+worker while they run, and recorded from their exit status file and stdout log once ended."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import psutil
@@ -14,11 +16,12 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from archivebox.core.models import ArchiveResult, Machine, Process
-from archivebox.process import runner
-from archivebox.sideeffects.hooks import sweep_machine
+from archivebox.core.models import ArchiveResult, Machine, Process, Snapshot
+from archivebox.process import registry, runner
+from archivebox.sideeffects.hooks import stop_hooks, sweep_machine
 
-from .util import collection, kill_quietly, make_snapshot, pid_dead, started_result, wait_all_dead, wait_until
+from .util import (collection, engine_config, kill_quietly, make_snapshot, pid_dead, run_attempt, started_result, tick_result,
+                   wait_all_dead, wait_until)
 
 HOUR = dt.timedelta(hours=1)
 
@@ -88,44 +91,100 @@ def test_a_worker_row_whose_process_is_gone_is_closed_with_an_unknown_exit_code(
     assert alive.status == "running"
 
 
-def test_a_hook_row_whose_process_and_worker_are_gone_is_closed_as_gone_and_its_result_woken(use_plugins):
+def test_a_hook_row_whose_process_and_worker_are_gone_is_closed_as_interrupted_and_its_result_woken(use_plugins):
+    """No exit status: it never ran, or its wrapper was killed with its worker. Not the
+    hook's doing, so the attempt is marked interrupted (run again, uncounted)."""
     snapshot = make_snapshot()
     result = started_result(snapshot, "noop", "on_Snapshot__10_noop.sh")
     row = hook_row(*dead_pid(), dead_worker(), result=result)
     before = timezone.now()
     sweep_machine(machine(), grace=0.2)
     row.refresh_from_db()
-    assert (row.status, row.exit_code, row.reason) == ("exited", None, "gone: no exit code was recorded")
+    assert (row.status, row.exit_code, row.reason) == ("exited", None, "gone: its worker died and it left no exit status")
+    assert row.result_json["interrupted"] is True
     # woken to judge it (it was parked an hour ahead; a wake makes it due, or claims it for a tick at once)
     assert ArchiveResult.objects.get(pk=result.pk).retry_at <= before + dt.timedelta(seconds=settings.ENGINE.slot_ttl + 5)
 
 
-def test_a_live_hook_whose_worker_is_gone_is_killed_by_process_group_and_pid_file(tmp_path):
+@pytest.fixture
+def this_worker():
+    """This test process registered as a worker, as a consumer registers itself."""
+    row = registry.register_worker(machine(), "test pool", 3600)
+    yield row
+    stop_hooks(row, graceful=False)
+    registry.close_worker(row, "stopped")
+
+
+def test_a_live_hook_whose_worker_is_gone_is_adopted_and_watched_to_its_end(tmp_path, use_plugins, this_worker):
+    """Defect: the sweep killed a hook that still ran because its worker was gone. Now a live
+    worker adopts it (its row names the new worker), leaves it running, and records its end,
+    stopping what it left behind (its group, its pid file's daemon)."""
+    result = started_result(make_snapshot(), "noop", "on_Snapshot__10_noop.sh")
     leader, pids = spawn_group(tmp_path / "hook")
     try:
-        row = hook_row(leader.pid, runner.start_time(leader.pid), dead_worker(), pwd=tmp_path / "hook")
-        assert sweep_machine(machine(), grace=0.5) >= 1
+        row = hook_row(leader.pid, runner.start_time(leader.pid), dead_worker(), pwd=tmp_path / "hook", result=result)
+        sweep_machine(machine(), grace=0.5)
         row.refresh_from_db()
-        assert (row.status, row.exit_code, row.reason) == ("exited", None, "killed: its worker was gone")
-        wait_until(lambda: all(pid_dead(pid) for pid in pids), timeout=5, message="the orphan's whole family dead")
+        assert (row.status, row.parent_id) == ("running", this_worker.pk)
+        assert not any(pid_dead(pid) for pid in pids)
+        assert sweep_machine(machine(), grace=0.5) == 0  # adopted once: it has a live worker now
+        os.kill(leader.pid, signal.SIGTERM)
+        leader.wait()
+        wait_until(lambda: Process.objects.get(pk=row.pk).status == "exited", timeout=10, message="the adopter to record its end")
+        wait_until(lambda: all(pid_dead(pid) for pid in pids), timeout=10, message="what it left behind stopped")
+        row.refresh_from_db()
+        assert row.reason == "gone: it ended without an exit status" and row.result_json["interrupted"] is True
     finally:
         kill_quietly(*pids)
         leader.wait()
 
 
-def test_a_hook_whose_worker_row_was_closed_counts_as_orphaned_even_if_that_pid_lives(tmp_path):
+def test_a_hook_whose_worker_row_was_closed_counts_as_orphaned_even_if_that_pid_lives(tmp_path, use_plugins, this_worker):
     """The worker row is exited (its pool stopped); the PID is alive (it is us), but the row says the worker is gone."""
+    result = started_result(make_snapshot(), "noop", "on_Snapshot__10_noop.sh")
     leader, pids = spawn_group(tmp_path / "hook")
     try:
         closed_worker = worker_row(os.getpid(), psutil.Process().create_time(), status="exited")
-        row = hook_row(leader.pid, runner.start_time(leader.pid), closed_worker, pwd=tmp_path / "hook")
+        row = hook_row(leader.pid, runner.start_time(leader.pid), closed_worker, pwd=tmp_path / "hook", result=result)
         sweep_machine(machine(), grace=0.5)
         row.refresh_from_db()
-        assert row.reason == "killed: its worker was gone"
-        wait_until(lambda: all(pid_dead(pid) for pid in pids), timeout=5, message="the orphan's family dead")
+        assert (row.status, row.parent_id) == ("running", this_worker.pk)
     finally:
         kill_quietly(*pids)
         leader.wait()
+
+
+def test_a_hook_that_ended_after_its_worker_died_is_recorded_from_its_status_file_and_log(tmp_path, use_plugins):
+    """Defect: a hook that exited 0 with its final record after its worker died was closed as
+    "gone" and run again. Its wrapper's exit status and its stdout log say how it ended."""
+    snapshot = make_snapshot("https://example.com/ended-alone")
+    result = started_result(snapshot, "noop", "on_Snapshot__10_noop.sh")
+    stdout, stderr = runner.log_paths("ended-alone", make=True)
+    stdout.write_text('{"type":"ArchiveResult","status":"succeeded","output_str":"done alone"}\n')
+    runner.status_path(stdout).write_text("0\n")
+    row = hook_row(*dead_pid(), dead_worker(), result=result, pwd=snapshot.output_dir / "noop")
+    Process.objects.filter(pk=row.pk).update(stdout_path=str(stdout), stderr_path=str(stderr), attempt=1, key=f"hook:{result.pk}:1")
+    assert sweep_machine(machine(), grace=0.2) >= 1
+    row.refresh_from_db()
+    assert (row.status, row.exit_code, row.reason) == ("exited", 0, "")
+    assert row.result_json["result"]["output_str"] == "done alone"
+    judged = tick_result(result)
+    assert (judged.status, judged.attempts, judged.output_str) == ("succeeded", 1, "done alone")
+
+
+def test_a_hook_that_failed_after_its_worker_died_counts_as_a_failed_attempt(tmp_path, use_plugins):
+    """An exit status other than 0 is the hook's own: the attempt counts, as if watched."""
+    result = started_result(make_snapshot("https://example.com/failed-alone"), "noop", "on_Snapshot__10_noop.sh")
+    stdout, stderr = runner.log_paths("failed-alone", make=True)
+    stdout.write_text("")
+    runner.status_path(stdout).write_text("3\n")
+    row = hook_row(*dead_pid(), dead_worker(), result=result)
+    Process.objects.filter(pk=row.pk).update(stdout_path=str(stdout), stderr_path=str(stderr), attempt=1, key=f"hook:{result.pk}:1")
+    sweep_machine(machine(), grace=0.2)
+    row.refresh_from_db()
+    assert (row.status, row.exit_code) == ("exited", 3) and "interrupted" not in row.result_json
+    judged = tick_result(result, engine_config(hook_max_attempts=1))
+    assert judged.status == "failed" and "exit code 3" in judged.output_str
 
 
 def test_hooks_of_a_live_worker_and_hooks_without_a_worker_are_left_alone(tmp_path):
@@ -151,7 +210,7 @@ def test_a_dead_hook_without_a_worker_is_closed(tmp_path):
     row = hook_row(*dead_pid(), None)
     sweep_machine(machine(), grace=0.2)
     row.refresh_from_db()
-    assert (row.status, row.exit_code, row.reason) == ("exited", None, "gone: no exit code was recorded")
+    assert (row.status, row.exit_code, row.reason) == ("exited", None, "gone: its worker died and it left no exit status")
 
 
 def test_a_reused_pid_is_not_killed_by_the_sweep(tmp_path):
@@ -161,7 +220,7 @@ def test_a_reused_pid_is_not_killed_by_the_sweep(tmp_path):
         row = hook_row(bystander.pid, runner.start_time(bystander.pid) - 30, dead_worker(), pwd=tmp_path)
         sweep_machine(machine(), grace=0.2)
         row.refresh_from_db()
-        assert (row.status, row.reason) == ("exited", "gone: no exit code was recorded")
+        assert (row.status, row.reason) == ("exited", "gone: its worker died and it left no exit status")
         assert bystander.poll() is None
     finally:
         bystander.kill()
@@ -173,6 +232,7 @@ def test_a_queued_hook_of_a_gone_worker_is_closed_as_never_launched():
     sweep_machine(machine(), grace=0.2)
     row.refresh_from_db()
     assert (row.status, row.exit_code, row.reason, row.pid) == ("exited", None, "never launched: its worker was gone", None)
+    assert row.result_json["interrupted"] is True
 
 
 def test_the_sweep_touches_only_its_own_machine_and_skips_the_excluded_pid(tmp_path):
@@ -184,6 +244,64 @@ def test_the_sweep_touches_only_its_own_machine_and_skips_the_excluded_pid(tmp_p
     for row in (theirs, excluded):
         row.refresh_from_db()
         assert row.status == "running"
+
+
+# A worker process that spawns a hook held and dies (SIGKILL) in the window between the
+# spawn and the record of its PID on the hook's row.
+DIES_AFTER_SPAWN = textwrap.dedent("""
+    import os, signal, sys
+    from archivebox import boot
+    boot.setup()
+    from django.conf import settings
+    from archivebox.core.models import ArchiveResult, Machine
+    from archivebox.process import registry, runner
+    from archivebox.sideeffects.hooks import run_attempt
+
+    result = ArchiveResult.objects.select_related("snapshot", "crawl").get(pk=sys.argv[1])
+    registry.register_worker(Machine.current(settings.ENGINE.machine_id), "doomed pool", 3600)
+
+    real_spawner = runner.gated_spawner
+
+    def spawn_then_die(*args):
+        handle = real_spawner(*args)
+        with open(os.path.join(os.environ["DATA_DIR"], "spawned.pid"), "w") as out:
+            out.write(str(handle.pid))
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    runner.gated_spawner = spawn_then_die
+    run_attempt(result)
+""")
+
+
+def test_a_worker_killed_between_spawn_and_pid_record_leaves_a_hook_that_never_runs_and_runs_once_later(use_plugins):
+    """Defect: the side-effects pool died after a hook's spawn and before its row moved to
+    running; the sweep closed the row as never launched while the hook ran on, untracked,
+    and the retry started a second copy. Now the hook waits until its PID is recorded: it
+    ends unrun, and the retry (which does not count as an attempt) is its only run."""
+    use_plugins("ledger", LEDGER_SECONDS="0.1")
+    ledger = settings.DATA_DIR / "ledger.txt"
+    ledger.unlink(missing_ok=True)
+    snapshot = make_snapshot("https://example.com/spawn-window")
+    Snapshot.objects.filter(pk=snapshot.pk).update(current_step=1)  # at the hook's step, so a retry may start
+    result = started_result(snapshot, "ledger", "on_Snapshot__10_ledger.sh")
+    doomed = subprocess.run([sys.executable, "-c", DIES_AFTER_SPAWN, str(result.pk)], env=dict(os.environ), timeout=60)
+    assert doomed.returncode == -signal.SIGKILL
+    gate = int((settings.DATA_DIR / "spawned.pid").read_text())
+    wait_until(lambda: pid_dead(gate), timeout=10, message="the held hook to end unrun when its worker died")
+    assert not ledger.exists()  # it never ran
+    [row] = Process.objects.filter(archiveresult=result)
+    assert (row.status, row.pid) == ("queued", None)
+
+    sweep_machine(machine(), grace=0.2)
+    row.refresh_from_db()
+    assert (row.status, row.reason, row.result_json["interrupted"]) == ("exited", "never launched: its worker was gone", True)
+    retried = tick_result(result, engine_config(hook_max_attempts=1))
+    assert (retried.status, retried.attempt_limit) == ("queued", 2)  # again, and uncounted
+    again = tick_result(retried, engine_config(hook_max_attempts=1))
+    assert (again.status, again.attempts) == ("started", 2)
+    assert run_attempt(again).exit_code == 0
+    assert tick_result(again, engine_config(hook_max_attempts=1)).status == "succeeded"
+    assert [line.split()[0] for line in ledger.read_text().splitlines()] == ["start", "end"]
 
 
 # Real consumers -----------------------------------------------------------------------------------
@@ -200,11 +318,11 @@ def running_hang(coll) -> dict | None:
     return dict(rows[0]) if (folder / "ready").exists() else None
 
 
-# With the fork server, the start-up sweep is covered by test_regressions.py
-# (test_with_the_fork_server_a_sigkilled_consumers_hook_daemon_is_killed_too).
-def test_a_sigkilled_sideeffects_consumer_leaves_a_hook_that_the_next_consumer_kills_on_start(tmp_path):
-    # no periodic sweep during the test: only the new consumer's start-up sweep can act
-    coll = collection(tmp_path, "h_hang", H_HANG_TIMEOUT="120", HOOK_MAX_ATTEMPTS="1", SWEEP_INTERVAL="600", FORKSERVER="false")
+@pytest.mark.parametrize("forkserver", ["false", "true"])  # Python hooks as plain subprocesses, then as forks
+def test_a_sigkilled_sideeffects_consumers_hook_is_adopted_on_start_and_its_timeout_still_applies(tmp_path, forkserver):
+    """The hook outlives its SIGKILLed worker; the next consumer adopts it on start (no
+    periodic sweep meanwhile) and enforces its timeout, stopping its whole family."""
+    coll = collection(tmp_path, "h_hang", H_HANG_TIMEOUT="12", HOOK_MAX_ATTEMPTS="1", SWEEP_INTERVAL="600", FORKSERVER=forkserver)
     coll.cli("add", "--bg", "https://example.com/orphan")
     coll.start_consumer("ticks", 2)
     first = coll.start_consumer("sideeffects", 4)
@@ -215,30 +333,29 @@ def test_a_sigkilled_sideeffects_consumer_leaves_a_hook_that_the_next_consumer_k
         assert set(family) == {"hook", "child", "grandchild", "escaped", "daemon"}
         os.kill(first.pid, signal.SIGKILL)
         first.wait()
-        assert not any(pid_dead(pid) for pid in family.values())  # SIGKILLing the worker leaves the hook running
-
-        coll.start_consumer("sideeffects", 4)
-        wait_all_dead(family, 20, "the orphaned hook's family to die")
-        wait_until(lambda: coll.scalar("SELECT status FROM core_process WHERE id=?", (hook["id"],)) == "exited", timeout=10,
-                   message="the orphan's row closed")
-        [row] = coll.query("SELECT status, exit_code, reason FROM core_process WHERE id=?", (hook["id"],))
-        assert (row["status"], row["exit_code"], row["reason"]) == ("exited", None, "killed: its worker was gone")
-        # the sweep closes the worker's row after its hooks (and its fork server, stopped with a grace)
+        second = coll.start_consumer("sideeffects", 4)
+        adopter = "SELECT w.pid FROM core_process h JOIN core_process w ON h.parent_id = w.id WHERE h.id=?"
+        wait_until(lambda: coll.scalar(adopter, (hook["id"],)) == second.pid, timeout=20, message="the new consumer to adopt the hook")
+        assert not any(pid_dead(pid) for pid in family.values())  # adopted, not killed
         wait_until(lambda: coll.scalar("SELECT status FROM core_process WHERE kind='worker' AND pid=?", (first.pid,)) == "exited",
                    timeout=20, message="the dead worker's row closed")
-        [old_worker] = coll.query("SELECT status, exit_code, reason FROM core_process WHERE kind='worker' AND pid=?", (first.pid,))
-        assert (old_worker["status"], old_worker["exit_code"]) == ("exited", None)
+        wait_all_dead(family, 30, "the adopted hook's family to be stopped at its timeout")
+        wait_until(lambda: coll.scalar("SELECT status FROM core_process WHERE id=?", (hook["id"],)) == "exited", timeout=10,
+                   message="the adopter to record the end")
+        [row] = coll.query("SELECT status, reason FROM core_process WHERE id=?", (hook["id"],))
+        assert (row["status"], row["reason"]) == ("exited", "timed out after 12s")
         wait_until(lambda: coll.counts("crawl") == {"sealed": 1}, timeout=30, message="the crawl to finish")
-        [result] = coll.query("SELECT status, output_str FROM core_archiveresult")
-        assert result["status"] == "failed" and "killed: its worker was gone" in result["output_str"]
+        [result] = coll.query("SELECT status, attempts, output_str FROM core_archiveresult")
+        assert (result["status"], result["attempts"]) == ("failed", 1) and "timed out" in result["output_str"]
     finally:
         kill_quietly(*family.values())
         coll.stop_all(signal.SIGINT)
 
 
-@pytest.mark.parametrize("forkserver", ["false", "true"])  # Python hooks as plain subprocesses, then as forks
-def test_a_running_consumer_sweeps_periodically_what_a_dead_one_left(tmp_path, forkserver):
-    coll = collection(tmp_path, "h_hang", H_HANG_TIMEOUT="120", HOOK_MAX_ATTEMPTS="1", SWEEP_INTERVAL="1", FORKSERVER=forkserver)
+@pytest.mark.parametrize("forkserver", ["false", "true"])
+def test_a_running_consumer_adopts_periodically_what_a_dead_one_left(tmp_path, forkserver):
+    coll = collection(tmp_path, "h_hang", H_HANG_TIMEOUT="120", HOOK_MAX_ATTEMPTS="1", SWEEP_INTERVAL="1", FORKSERVER=forkserver,
+                      HOOK_STOP_GRACE="0.5")
     coll.cli("add", "--bg", "https://example.com/periodic")
     coll.start_consumer("ticks", 2)
     doomed = coll.start_consumer("sideeffects", 4)
@@ -251,17 +368,21 @@ def test_a_running_consumer_sweeps_periodically_what_a_dead_one_left(tmp_path, f
                                        (survivor.pid,)), timeout=20, message="the second consumer to register")
         os.kill(doomed.pid, signal.SIGKILL)
         doomed.wait()
-        wait_all_dead(family, 20, "the periodic sweep to kill the orphan")
-        wait_until(lambda: coll.scalar("SELECT status FROM core_process WHERE id=?", (hook["id"],)) == "exited", timeout=10,
-                   message="the orphan's row closed")
-        [row] = coll.query("SELECT status, exit_code, reason FROM core_process WHERE id=?", (hook["id"],))
-        # both running pools sweep; the one that does not kill it may close the row first, as "gone"
-        assert (row["status"], row["exit_code"]) == ("exited", None)
-        assert row["reason"] in ("killed: its worker was gone", "gone: no exit code was recorded")
+        adopter = "SELECT w.pid FROM core_process h JOIN core_process w ON h.parent_id = w.id WHERE h.id=?"
+        wait_until(lambda: coll.scalar(adopter, (hook["id"],)) == survivor.pid, timeout=20, message="the survivor to adopt the hook")
         wait_until(lambda: coll.scalar("SELECT status FROM core_process WHERE kind='worker' AND pid=?", (doomed.pid,)) == "exited",
                    timeout=20, message="the dead worker's row closed")
         [dead] = coll.query("SELECT exit_code, reason FROM core_process WHERE kind='worker' AND pid=?", (doomed.pid,))
         assert dead["exit_code"] is None and dead["reason"] == "gone: worker exited without closing its row"
+        assert not any(pid_dead(pid) for pid in family.values())
+        # Stopping the adopter stops the adopted hook (after HOOK_STOP_GRACE), as one it started.
+        survivor.send_signal(signal.SIGINT)
+        survivor.wait(timeout=60)
+        wait_all_dead(family, 10, "the adopted hook's family to be stopped with its adopter")
+        wait_until(lambda: coll.scalar("SELECT status FROM core_process WHERE id=?", (hook["id"],)) == "exited", timeout=10,
+                   message="the adopter to record the end")
+        [row] = coll.query("SELECT status, reason FROM core_process WHERE id=?", (hook["id"],))
+        assert (row["status"], row["reason"]) == ("exited", "worker shutting down")
     finally:
         kill_quietly(*family.values())
         coll.stop_all(signal.SIGINT)

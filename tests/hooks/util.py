@@ -149,9 +149,7 @@ def run_attempt(result: ArchiveResult, timeout: float = 30) -> Process:
     run_hook.run(result.pk, result.attempts)
     key = f"hook:{result.pk}:{result.attempts}"
     wait_until(lambda: Process.objects.filter(key=key, status="exited").exists(), timeout=timeout, message=f"{key} to end")
-    supervisors = getattr(hook_effects, "SUPERVISORS", None)
-    if supervisors is not None:
-        supervisors.join(timeout)  # its last writes (waking the result) are done too
+    hook_effects.RUNS.join(timeout)  # its last writes (waking the result) are done too
     return Process.objects.get(key=key)
 
 

@@ -7,7 +7,6 @@ import contextlib
 import datetime as dt
 import signal
 import threading
-from types import SimpleNamespace
 
 import psutil
 import pytest
@@ -125,22 +124,20 @@ def test_a_postgres_restart_does_not_leave_a_hook_running_past_its_timeout(tmp_p
 
 
 @pytest.mark.parametrize("background", [False, True])
-def test_a_hook_supervisor_thread_closes_its_database_connection(monkeypatch, background):
-    """A hook's supervisor thread closes its own connection when it ends (on Postgres each one
+def test_a_hook_run_thread_closes_its_database_connection(background):
+    """A hook run's thread closes its own connection when it ends (on Postgres each one
     held a server connection). Pooled, a thread keeps it for the next hook and ends (closing
     it) once idle."""
     used = []
 
-    def query_and_remember(job, running, abandoned=None):
-        Crawl.objects.exists()  # opens this thread's connection, as every supervised hook does
+    def query_and_remember():
+        Crawl.objects.exists()  # opens this thread's connection, as every hook run does
         used.append((threading.current_thread(), connections["default"]))
 
-    monkeypatch.setattr(hook_effects, "launch_hook", lambda job: object())
-    monkeypatch.setattr(hook_effects, "watch", query_and_remember)
-    supervisors = hook_effects.Supervisors(idle=0.2)
+    runs = hook_effects.HookRuns(idle=0.2)
     for _ in range(2):
-        supervisors.start(SimpleNamespace(row=SimpleNamespace(label="probe"), background=background))
-        assert supervisors.join(30) == 0
+        runs.submit(background, query_and_remember)
+        assert runs.join(30) == 0
     (first_thread, first), (second_thread, second) = used
     assert second_thread is first_thread and second is first  # the second hook reused both
     wait_until(lambda: not first_thread.is_alive(), timeout=10, message="the idle thread to end")
