@@ -45,8 +45,11 @@ class WebServer:
     """Binds at construction (so a busy port fails at once), serves after :meth:`start`."""
 
     def __init__(self, host: str, port: int, threads: int = 8):
-        self.server = create_server(get_wsgi_application(), host=host, port=port, threads=threads, ident="archivebox",
-                                    clear_untrusted_proxy_headers=True)
+        # The socket map is ours (``create_server``'s ``map`` argument), so stopping can close
+        # every listening and client socket without reaching into the server.
+        self.sockets: dict = {}
+        self.server = create_server(get_wsgi_application(), map=self.sockets, host=host, port=port, threads=threads,
+                                    ident="archivebox", clear_untrusted_proxy_headers=True)
         self._thread = threading.Thread(target=self.server.run, name="http", daemon=True)
 
     @property
@@ -60,7 +63,7 @@ class WebServer:
         """Stop accepting, let running requests finish, close every connection."""
         if self._thread.is_alive():
             # Closing the sockets from the serving thread itself avoids racing its select().
-            self.server.trigger.pull_trigger(lambda: wasyncore.close_all(self.server._map))
+            self.server.trigger.pull_trigger(lambda: wasyncore.close_all(self.sockets))
             self._thread.join(timeout)
         self.server.task_dispatcher.shutdown(timeout=timeout)
         if self._thread.is_alive():
