@@ -6,11 +6,8 @@ The stock ``huey_consumer`` command runs our instances unchanged: it calls
 
 from __future__ import annotations
 
-import ctypes
 import logging
-import os
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -18,7 +15,7 @@ from pathlib import Path
 
 from huey import Huey, PriorityRedisExpireHuey
 from huey.constants import EmptyData
-from huey.consumer import Consumer
+from huey.consumer import Consumer, ConsumerStopped
 from huey.storage import PriorityRedisExpireStorage, SqliteStorage
 from redis import ConnectionPool
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -27,29 +24,6 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from archivebox.broker.doorbell import Doorbell
 
 logger = logging.getLogger(__name__)
-
-SWITCH_INTERVAL = 0.001
-
-# glibc gives each thread that allocates its own malloc arena (up to 8 per core), and
-# each keeps memory it freed: with dozens of worker and supervisor threads that was about
-# 10 MB of resident memory in a worker process. Python's own allocator is serialised by
-# the GIL anyway, so two arenas cost nothing measurable in speed.
-MALLOC_ARENAS = 2
-M_ARENA_MAX = -8  # glibc's mallopt parameter number
-
-
-def limit_malloc_arenas(count: int) -> bool:
-    """Cap glibc's malloc arenas for this process (a no-op elsewhere, or when the
-    environment already sets ``MALLOC_ARENA_MAX``)."""
-    if os.environ.get("MALLOC_ARENA_MAX") or not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(None)
-        return bool(libc.mallopt(M_ARENA_MAX, count))
-    except (OSError, AttributeError) as err:  # not glibc (musl has no mallopt)
-        logger.debug("cannot cap malloc arenas: %s", err)
-        return False
-
 
 # Set when the consumer of this process begins to stop; long-running tasks (hook waiters,
 # the orchestrator loop) watch it to release their work instead of being cut off.
@@ -226,60 +200,74 @@ class RedisQueue(ArchiveboxHueyMixin, PriorityRedisExpireHuey):
 class ArchiveboxConsumer(Consumer):
     """A Huey consumer whose SIGINT and SIGTERM both shut down gracefully.
 
-    The first SIGINT or SIGTERM lets running tasks finish or release their work; a
-    second one (either signal) exits at once. Startup/loop/stop callbacks registered
-    in ``huey.consumer_hooks`` let the engine keep a heartbeat and sweep orphans.
+    The first SIGINT or SIGTERM sets :data:`shutting_down` and lets running tasks finish or
+    release their work; a second one (either signal) exits at once. Startup/loop/stop
+    callbacks registered in ``huey.consumer_hooks`` let the engine keep a heartbeat and
+    sweep orphans.
+
+    Only Huey's public consumer API is used: ``start``, ``loop`` and ``stop`` are extended,
+    and the two signals get handlers of this class installed after ``start`` (which installs
+    Huey's own). A graceful stop is Huey's ``stop(graceful=True)``; a second signal raises
+    ``KeyboardInterrupt`` in it, which Huey answers by interrupting its workers.
+    ``graceful_signal="TERM"`` keeps Huey's own reading of SIGTERM the same as ours.
     """
+
+    STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self, huey, **options):
         options.setdefault("workers", 1)
+        options.setdefault("graceful_signal", "TERM")
         super().__init__(huey, **options)
-        self._graceful_sig = signal.SIGTERM
-        self._signal_actions = {signal.SIGINT: (False, True), signal.SIGTERM: (False, True)}
-        if hasattr(signal, "SIGHUP"):
-            self._signal_actions[signal.SIGHUP] = (True, True)
         self.listeners = [factory(self) for factory in getattr(huey, "consumer_hooks", [])]
+        self.stop_signal: int | None = None
+        self.interrupted = False
 
     def start(self):
-        # Many threads hand work to each other here (workers, hook supervisors, the
-        # orchestrator); the default 5 ms GIL switch interval would add up to 5 ms to each
-        # hand-off. 1 ms keeps hand-offs quick at a small cost in throughput.
-        sys.setswitchinterval(SWITCH_INTERVAL)
-        limit_malloc_arenas(MALLOC_ARENAS)
         shutting_down.clear()
         for listener in self.listeners:
             listener.on_start()
         super().start()
+        for signum in self.STOP_SIGNALS:
+            signal.signal(signum, self.on_first_signal)
+
+    def on_first_signal(self, signum, frame) -> None:
+        """Begin a graceful stop (the main loop carries it out); a second signal cuts it short."""
+        self.stop_signal = signum
+        self.begin_stopping()
+        for other in self.STOP_SIGNALS:
+            signal.signal(other, self.on_second_signal)
+
+    def on_second_signal(self, signum, frame) -> None:
+        logger.warning("second signal (%s): stopping at once", signal.Signals(signum).name)
+        self.interrupted = True
+        raise KeyboardInterrupt
+
+    def begin_stopping(self) -> None:
+        shutting_down.set()
+        self.huey.wake_consumers()
 
     def loop(self, health_check_ts=None):
+        if self.stop_signal is not None:
+            logger.info("received %s: stopping gracefully", signal.Signals(self.stop_signal).name)
+            self.stop(graceful=True)
+            raise ConsumerStopped
         result = super().loop(health_check_ts)
         for listener in self.listeners:
             listener.on_loop()
         return result
 
     def stop(self, graceful=False):
-        shutting_down.set()
-        self.huey.wake_consumers()
-        self.interrupted = False
+        self.begin_stopping()
         try:
             super().stop(graceful=graceful)
         finally:
+            clean = graceful and not self.interrupted and not self.workers_alive()
             for listener in self.listeners:
-                listener.on_stop(graceful and not self.interrupted)
+                listener.on_stop(clean)
 
-    def _interrupt_workers(self):
-        self.interrupted = True  # a second signal cut the graceful stop short
-        super()._interrupt_workers()
-
-    def _handle_signal(self, signum, frame):
-        self._signum = signum
-        self._restart, self._graceful = self._signal_actions[signum]
-        if self._graceful and not self._restart:
-            shutting_down.set()
-            self.huey.wake_consumers()
-            # A second SIGINT or SIGTERM interrupts the graceful shutdown.
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            signal.signal(signal.SIGTERM, signal.default_int_handler)
+    def workers_alive(self) -> bool:
+        """True if a worker still runs a task (a graceful stop that hit ``shutdown_timeout``)."""
+        return any(self.environment.is_alive(process) for _, process in self.worker_threads)
 
 
 # Seconds a blocking pop waits on Redis before the worker looks at its stop flag again.

@@ -1,4 +1,4 @@
-"""A worker's footprint: what it imports and how its allocator and queue storage behave."""
+"""A worker's footprint: what it imports and how its queue storage behaves."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 
 from huey.constants import EmptyData
 
-from archivebox.broker.huey_ext import DoorbellSqliteStorage, limit_malloc_arenas
+from archivebox.broker.huey_ext import DoorbellSqliteStorage
 
 PROBE = """
 import json, sys
@@ -37,13 +37,6 @@ def test_a_worker_on_sqlite_does_not_load_the_postgres_driver(tmp_path):
 def test_on_postgres_the_driver_is_loaded_as_usual(tmp_path):
     # settings only: nothing connects
     assert probe(tmp_path, DATABASE_URL="postgres://u:p@127.0.0.1:1/db") == {"loaded_with_huey": True, "huey_sees_driver": True}
-
-
-def test_malloc_arenas_are_capped_unless_the_environment_says_otherwise(monkeypatch):
-    monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
-    assert limit_malloc_arenas(2) is True  # glibc, as on every machine this runs on
-    monkeypatch.setenv("MALLOC_ARENA_MAX", "8")
-    assert limit_malloc_arenas(2) is False
 
 
 def test_popping_a_missing_key_reads_without_writing(tmp_path):
