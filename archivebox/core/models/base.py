@@ -8,8 +8,7 @@ import uuid
 from typing import ClassVar
 
 from django.db import models
-from django.db.models import Q, signals
-from django.db.models.base import ModelState
+from django.db.models import Q
 from django.utils import timezone
 
 from archivebox.lifecycle import notify
@@ -33,22 +32,6 @@ class ObservedModel(models.Model):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         notify("on_object_init", obj=self)
-
-    @classmethod
-    def from_db(cls, db, field_names, values):
-        """A row read from the database: its values go straight into the instance, as
-        ``Model.__init__`` would set them one field at a time (a third of the cost of
-        reading a row on the tick path). Fields not read stay deferred. Receivers of the
-        model's init signals, if any, get the usual ``__init__``."""
-        if signals.pre_init.has_listeners(cls) or signals.post_init.has_listeners(cls):
-            return super().from_db(db, field_names, values)
-        obj = cls.__new__(cls)
-        obj.__dict__.update(zip(field_names, values))
-        obj._state = ModelState()
-        obj._state.adding = False
-        obj._state.db = db
-        notify("on_object_init", obj=obj)
-        return obj
 
     def clean(self):
         super().clean()
