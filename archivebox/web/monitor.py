@@ -4,8 +4,9 @@ django-huey-monitor's own handler writes two rows and updates a third inside the
 thread for every signal, and it listens only to djhuey's instance. Here each of our two
 Huey instances (``ticks`` and ``sideeffects``) gets one receiver that only appends a
 small record to an in-memory buffer; a background thread per process writes the buffer
-in batches (a few statements per batch, whatever its size) into the monitor's tables,
-which live in their own SQLite file when the app DB is SQLite (see :mod:`dbrouter`).
+in batches (``bulk_create``/``bulk_update`` of django-huey-monitor's own models, one
+transaction per batch) into the monitor's tables, which live in their own SQLite file
+when the app DB is SQLite (see :mod:`dbrouter`).
 
 A task's row keeps its newest signal as its state: a batch never moves a task back to
 an older signal, so the producer's late "enqueued" cannot overwrite a consumer's
@@ -18,15 +19,12 @@ from __future__ import annotations
 
 import atexit
 import datetime as dt
-import json
 import logging
 import os
-import random
 import socket
 import threading
 import time
 import traceback
-import uuid
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -44,6 +42,8 @@ SIGNAL_UNKNOWN = "unknown"
 ENDED = frozenset(ENDED_HUEY_SIGNALS) | {SIGNAL_UNKNOWN}
 # A process whose start time is later than its signal (plus this much) is a reused PID.
 PID_START_TOLERANCE = 1.0
+# Rows per INSERT/UPDATE statement of a batch (Django splits further if the backend needs it).
+BATCH_ROWS = 500
 
 
 @dataclass(slots=True)
@@ -73,117 +73,50 @@ def _when(timestamp: float) -> dt.datetime:
     return dt.datetime.fromtimestamp(timestamp, tz=dt.timezone.utc)
 
 
-def _random_uuid_int() -> int:
-    """A version-4 UUID as an int; signal ids need uniqueness, not unpredictability."""
-    value = random.getrandbits(128)
-    value &= ~(0xC000 << 48)
-    value |= 0x8000 << 48
-    value &= ~(0xF000 << 64)
-    return value | (4 << 76)
-
-
-class _Sql:
-    """The two statements a batch needs, with values prepared the way the connection's backend stores them.
-
-    The writer handles thousands of signals a second and must leave the CPU (and the GIL)
-    to the workers: rows are plain tuples, never model instances, and on SQLite a whole
-    batch goes in as one JSON parameter that SQLite unpacks itself (``json_each``), so
-    Python binds two parameters per statement instead of ten per row.
-    """
-
-    TASK_COLUMNS = ("task_id", "name", "create_dt", "update_dt", "state_id", "finished")
-    SIGNAL_COLUMNS = ("id", "hostname", "pid", "thread", "task_id", "signal_name", "exception_line", "exception", "create_dt")
-
-    def __init__(self, using: str):
-        self.conn = connections[using]
-        self.sqlite = self.conn.vendor == "sqlite"
-        self._seconds: dict[int, str] = {}
-        q = self.conn.ops.quote_name
-        task_table, signal_table = q(TaskModel._meta.db_table), q(SignalInfoModel._meta.db_table)
-        self.task_defaults = self._defaults(TaskModel, self.TASK_COLUMNS)
-        self.signal_defaults = self._defaults(SignalInfoModel, self.SIGNAL_COLUMNS)
-        self.insert_signals = self._insert(signal_table, self.SIGNAL_COLUMNS, self.signal_defaults)
-        # One upsert per task. A task only ever moves forward in time: an older signal (a
-        # producer's "enqueued" written after the consumer's "complete") never replaces a
-        # newer state, a finished task stays finished, and the earliest signal dates it.
-        new, old = q("excluded"), task_table
-        newer = f"{new}.{q('update_dt')} >= {old}.{q('update_dt')} OR {old}.{q('update_dt')} IS NULL"
-        self.upsert_tasks = (
-            self._insert(task_table, self.TASK_COLUMNS, self.task_defaults)
-            + f" ON CONFLICT ({q('task_id')}) DO UPDATE SET"
-            f" {q('state_id')} = CASE WHEN {newer} THEN {new}.{q('state_id')} ELSE {old}.{q('state_id')} END,"
-            f" {q('update_dt')} = CASE WHEN {newer} THEN {new}.{q('update_dt')} ELSE {old}.{q('update_dt')} END,"
-            f" {q('finished')} = ({old}.{q('finished')} OR {new}.{q('finished')}),"
-            f" {q('create_dt')} = CASE WHEN {new}.{q('create_dt')} < {old}.{q('create_dt')}"
-            f" THEN {new}.{q('create_dt')} ELSE {old}.{q('create_dt')} END"
-        )
-
-    def _defaults(self, model, dynamic: tuple[str, ...]) -> dict[str, object]:
-        """Every other column gets its field's default, prepared once."""
-        return {f.column: f.get_db_prep_save(f.get_default(), self.conn) for f in model._meta.concrete_fields if f.column not in dynamic}
-
-    def _insert(self, table: str, columns: tuple[str, ...], defaults: dict) -> str:
-        quote = self.conn.ops.quote_name
-        names = ", ".join(quote(n) for n in (*columns, *defaults))
-        if self.sqlite:
-            # "WHERE true" keeps SQLite from reading a following ON CONFLICT as part of the SELECT.
-            values = [f"json_extract(value, '$[{i}]')" for i in range(len(columns))] + ["%s"] * len(defaults)
-            return f"INSERT INTO {table} ({names}) SELECT {', '.join(values)} FROM json_each(%s) WHERE true"
-        return f"INSERT INTO {table} ({names}) VALUES ({', '.join(['%s'] * (len(columns) + len(defaults)))})"
-
-    def run(self, cursor, statement: str, rows: list[tuple], defaults: dict) -> None:
-        if self.sqlite:
-            cursor.execute(statement, [*defaults.values(), json.dumps(rows)])
-        else:
-            cursor.executemany(statement, [(*row, *defaults.values()) for row in rows])
-
-    def uuid(self, value: str | int) -> object:
-        if isinstance(value, int):
-            return f"{value:032x}" if self.sqlite else uuid.UUID(int=value)
-        return value.replace("-", "") if self.sqlite else uuid.UUID(value)
-
-    def when(self, timestamp: float) -> object:
-        if not self.sqlite:
-            return _when(timestamp)
-        # How Django's SQLite backend stores an aware datetime: naive UTC text. Signals of a
-        # batch share their seconds, so the formatted second is reused.
-        second = int(timestamp)
-        prefix = self._seconds.get(second)
-        if prefix is None:
-            prefix = self._seconds[second] = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(second))
-        return f"{prefix}.{int((timestamp - second) * 1_000_000):06d}"
-
-
 def write_events(events: Sequence[Event], using: str, hostname: str) -> int:
-    """Write a batch of events in one transaction; returns how many signal rows it added."""
+    """Write a batch of events in one transaction through django-huey-monitor's models;
+    returns how many signal rows it added.
+
+    A task only ever moves forward in time: an older signal (a producer's "enqueued"
+    written after the consumer's "complete") never replaces a newer state, a finished task
+    stays finished, and its earliest signal dates it. The task rows of the batch are read
+    (and locked on Postgres) first, merged here, and written back by one upsert.
+
+    A signal row's ``create_dt`` is the time it was written (the model's ``auto_now_add``),
+    so rows sort as they happened; a signal older than what its task already recorded (a
+    late batch from another process) is dated back to when it happened instead.
+    """
     if not events:
         return 0
-    sql = _Sql(using)
     host = hostname[:128]
-    firsts: dict[str, Event] = {}
-    lasts: dict[str, tuple[Event, object]] = {}
-    ended: set[str] = set()
-    task_keys: dict[str, object] = {}
-    signals = []
-    for event in events:
-        signal_id = sql.uuid(_random_uuid_int())
-        task_id = event.task_id
-        key = task_keys.get(task_id)
-        if key is None:
-            key = task_keys[task_id] = sql.uuid(task_id)
-            firsts[task_id] = event
-        last = lasts.get(task_id)
-        if last is None or event.at >= last[0].at:
-            lasts[task_id] = (event, signal_id)
-        if event.signal in ENDED:
-            ended.add(task_id)
-        signals.append((signal_id, host, event.pid, event.thread[:128], key, event.signal, event.exception_line, event.exception,
-                        sql.when(event.at)))
-    tasks = [(task_keys[task_id], first.name, sql.when(first.at), sql.when(lasts[task_id][0].at), lasts[task_id][1],
-              task_id in ended) for task_id, first in firsts.items()]
-    with transaction.atomic(using=using), sql.conn.cursor() as cursor:
-        sql.run(cursor, sql.insert_signals, signals, sql.signal_defaults)
-        sql.run(cursor, sql.upsert_tasks, tasks, sql.task_defaults)
+    events = sorted(events, key=lambda event: event.at)
+    tasks = TaskModel.objects.using(using)
+    with transaction.atomic(using=using):
+        known = {str(task.task_id): task for task in tasks.select_for_update().in_bulk([event.task_id for event in events]).values()}
+        merged: dict[str, TaskModel] = {}
+        signals, late = [], []
+        for event in events:
+            at = _when(event.at)
+            task = merged.get(event.task_id) or known.get(event.task_id)
+            if task is None:
+                task = TaskModel(task_id=event.task_id, name=event.name, create_dt=at)
+            merged[event.task_id] = task
+            row = SignalInfoModel(hostname=host, pid=event.pid, thread=event.thread[:128], task_id=event.task_id,
+                                  signal_name=event.signal, exception_line=event.exception_line, exception=event.exception)
+            signals.append(row)
+            if task.update_dt is None or at >= task.update_dt:
+                task.state, task.update_dt = row, at
+            else:
+                late.append((row, at))
+            task.finished = task.finished or event.signal in ENDED
+            task.create_dt = min(task.create_dt or at, at)
+        SignalInfoModel.objects.using(using).bulk_create(signals, batch_size=BATCH_ROWS)
+        if late:
+            for row, at in late:
+                row.create_dt = at
+            SignalInfoModel.objects.using(using).bulk_update([row for row, _ in late], ["create_dt"], batch_size=BATCH_ROWS)
+        tasks.bulk_create(merged.values(), batch_size=BATCH_ROWS, update_conflicts=True, unique_fields=["task_id"],
+                          update_fields=["state", "update_dt", "finished", "create_dt"])
     return len(signals)
 
 
