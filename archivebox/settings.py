@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from archivebox import tuning
 from archivebox.config import ConfigError, EngineConfig, parse_bool, read_config_file, resolve_data_dir
 
 DATA_DIR: Path = resolve_data_dir()
@@ -140,21 +141,8 @@ TEMPLATES = [
 DATABASES = {"default": database_from_url(os.environ.get("DATABASE_URL", "").strip(), DATA_DIR)}
 
 
-def import_huey_without_postgres_driver() -> None:
-    """``huey.storage`` imports psycopg when it is installed, for a Huey storage this project
-    never uses; on SQLite nothing else needs it, and it is 9 MB of resident memory in every
-    worker. Import huey with the driver hidden, then unhide it for whoever needs it later."""
-    if "huey.storage" in sys.modules or "psycopg" in sys.modules:
-        return
-    sys.modules["psycopg"] = None  # makes ``import psycopg`` raise ImportError, which huey expects
-    try:
-        import huey.storage  # noqa: F401, PLC0415
-    finally:
-        del sys.modules["psycopg"]
-
-
 if DATABASES["default"]["ENGINE"] == SQLITE_ENGINE:
-    import_huey_without_postgres_driver()
+    tuning.import_huey_without_postgres_driver()  # a kept trick: see archivebox.tuning
 # The task monitor writes a row per Huey signal: on SQLite it gets a file of its own, so
 # its writes never wait on the app's write lock (archivebox.web.dbrouter routes it there).
 if DATABASES["default"]["ENGINE"] == SQLITE_ENGINE:

@@ -4,8 +4,8 @@ django-huey-monitor's own handler writes two rows and updates a third inside the
 thread for every signal, and it listens only to djhuey's instance. Here each of our two
 Huey instances (``ticks`` and ``sideeffects``) gets one receiver that only appends a
 small record to an in-memory buffer; a background thread per process writes the buffer
-in batches (``bulk_create``/``bulk_update`` of django-huey-monitor's own models, one
-transaction per batch) into the monitor's tables, which live in their own SQLite file
+in batches (two SQL statements per batch, whatever its size: :class:`archivebox.tuning.MonitorBatchSql`,
+kept for its measured gain) into the monitor's tables, which live in their own SQLite file
 when the app DB is SQLite (see :mod:`dbrouter`).
 
 A task's row keeps its newest signal as its state: a batch never moves a task back to
@@ -34,6 +34,7 @@ from django.db import DatabaseError, connections, transaction
 from huey_monitor.constants import ENDED_HUEY_SIGNALS
 from huey_monitor.models import SignalInfoModel, TaskModel
 
+from archivebox.tuning import MonitorBatchSql, random_uuid_int
 from archivebox.web.dbrouter import monitor_db
 
 logger = logging.getLogger(__name__)
@@ -42,8 +43,6 @@ SIGNAL_UNKNOWN = "unknown"
 ENDED = frozenset(ENDED_HUEY_SIGNALS) | {SIGNAL_UNKNOWN}
 # A process whose start time is later than its signal (plus this much) is a reused PID.
 PID_START_TOLERANCE = 1.0
-# Rows per INSERT/UPDATE statement of a batch (Django splits further if the backend needs it).
-BATCH_ROWS = 500
 
 
 @dataclass(slots=True)
@@ -74,49 +73,35 @@ def _when(timestamp: float) -> dt.datetime:
 
 
 def write_events(events: Sequence[Event], using: str, hostname: str) -> int:
-    """Write a batch of events in one transaction through django-huey-monitor's models;
-    returns how many signal rows it added.
-
-    A task only ever moves forward in time: an older signal (a producer's "enqueued"
-    written after the consumer's "complete") never replaces a newer state, a finished task
-    stays finished, and its earliest signal dates it. The task rows of the batch are read
-    (and locked on Postgres) first, merged here, and written back by one upsert.
-
-    A signal row's ``create_dt`` is the time it was written (the model's ``auto_now_add``),
-    so rows sort as they happened; a signal older than what its task already recorded (a
-    late batch from another process) is dated back to when it happened instead.
-    """
+    """Write a batch of events in one transaction; returns how many signal rows it added."""
     if not events:
         return 0
+    sql = MonitorBatchSql(connections[using], TaskModel, SignalInfoModel)
     host = hostname[:128]
-    events = sorted(events, key=lambda event: event.at)
-    tasks = TaskModel.objects.using(using)
-    with transaction.atomic(using=using):
-        known = {str(task.task_id): task for task in tasks.select_for_update().in_bulk([event.task_id for event in events]).values()}
-        merged: dict[str, TaskModel] = {}
-        signals, late = [], []
-        for event in events:
-            at = _when(event.at)
-            task = merged.get(event.task_id) or known.get(event.task_id)
-            if task is None:
-                task = TaskModel(task_id=event.task_id, name=event.name, create_dt=at)
-            merged[event.task_id] = task
-            row = SignalInfoModel(hostname=host, pid=event.pid, thread=event.thread[:128], task_id=event.task_id,
-                                  signal_name=event.signal, exception_line=event.exception_line, exception=event.exception)
-            signals.append(row)
-            if task.update_dt is None or at >= task.update_dt:
-                task.state, task.update_dt = row, at
-            else:
-                late.append((row, at))
-            task.finished = task.finished or event.signal in ENDED
-            task.create_dt = min(task.create_dt or at, at)
-        SignalInfoModel.objects.using(using).bulk_create(signals, batch_size=BATCH_ROWS)
-        if late:
-            for row, at in late:
-                row.create_dt = at
-            SignalInfoModel.objects.using(using).bulk_update([row for row, _ in late], ["create_dt"], batch_size=BATCH_ROWS)
-        tasks.bulk_create(merged.values(), batch_size=BATCH_ROWS, update_conflicts=True, unique_fields=["task_id"],
-                          update_fields=["state", "update_dt", "finished", "create_dt"])
+    firsts: dict[str, Event] = {}
+    lasts: dict[str, tuple[Event, object]] = {}
+    ended: set[str] = set()
+    task_keys: dict[str, object] = {}
+    signals = []
+    for event in events:
+        signal_id = sql.uuid(random_uuid_int())
+        task_id = event.task_id
+        key = task_keys.get(task_id)
+        if key is None:
+            key = task_keys[task_id] = sql.uuid(task_id)
+            firsts[task_id] = event
+        last = lasts.get(task_id)
+        if last is None or event.at >= last[0].at:
+            lasts[task_id] = (event, signal_id)
+        if event.signal in ENDED:
+            ended.add(task_id)
+        signals.append((signal_id, host, event.pid, event.thread[:128], key, event.signal, event.exception_line, event.exception,
+                        sql.when(event.at)))
+    tasks = [(task_keys[task_id], first.name, sql.when(first.at), sql.when(lasts[task_id][0].at), lasts[task_id][1],
+              task_id in ended) for task_id, first in firsts.items()]
+    with transaction.atomic(using=using), sql.conn.cursor() as cursor:
+        sql.run(cursor, sql.insert_signals, signals, sql.signal_defaults)
+        sql.run(cursor, sql.upsert_tasks, tasks, sql.task_defaults)
     return len(signals)
 
 

@@ -90,8 +90,8 @@ def test_insert_writes_the_row_the_orm_would_write():
 
 
 def test_rows_read_by_the_orm_are_the_instances_its_init_would_build():
-    """``from_db`` fills the instance directly: values, deferred fields, state and
-    equality are what ``Model.__init__`` gives."""
+    """Rows read through ``from_db`` (the ORM's and rowsql's): values, deferred fields,
+    state and equality are what ``Model.__init__`` gives."""
     crawls, created = results_of_two_crawls()
     for result in ArchiveResult.objects.filter(pk__in=[r.pk for r in created]):
         fresh = ArchiveResult(**{f.attname: getattr(result, f.attname) for f in ArchiveResult._meta.concrete_fields})

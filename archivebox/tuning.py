@@ -1,0 +1,147 @@
+"""The tricks the project keeps, in one place, each with what it measurably gains.
+
+A trick is a process-wide setting, a reach into a library's private parts, or hand-written
+code in place of a library's public API. One stays only if it gains at least 5 % on an
+end-to-end benchmark of ``bench/`` (README, "Performance"); each below names its benchmark
+and its figure, measured alternately against the same code without it on the 2-core
+development machine. ``tests/test_tuning.py`` asserts that the library details each one
+depends on still exist, so an upgrade that moves them fails loudly instead of silently.
+
+1. psycopg hidden from ``huey.storage`` on SQLite (:func:`import_huey_without_postgres_driver`).
+2. The task monitor's batch writer in SQL (:class:`MonitorBatchSql`), instead of
+   django-huey-monitor's models.
+
+Private names of libraries the project still uses, each asserted by ``tests/test_tuning.py``:
+``huey.storage.psycopg`` (1), and ``SqliteStorage._create_connection``, the per-backend hook
+of Huey's SQL storages that ``broker.huey_ext.DoorbellSqliteStorage`` extends (WAL with
+``synchronous=NORMAL``, tables created on first use; no public option sets either).
+
+Measured and removed (they gained less than 5 %): the GIL switch interval of 1 ms in worker
+processes, glibc's malloc arena cap, and ``ObservedModel.from_db`` skipping ``Model.__init__``.
+
+This module imports nothing of the project and no Django model: ``settings`` uses it
+before Django is set up.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+import sys
+import time
+import uuid
+
+# 1. ---------------------------------------------------------------------------------------
+# huey.storage imports psycopg at module level (``try: import psycopg``) for its
+# PostgresStorage, which this project never uses. An install with the ``postgres`` extra (the
+# Docker image) running on SQLite would carry the driver, about 9 MB of resident memory, in
+# every worker. Hiding it while huey.storage is imported leaves ``huey.storage.psycopg`` None
+# (the name tests/test_tuning.py checks). Measured: bench/bench_archive.py --rounds 1 --dir
+# /dev/shm, alternated, on an install with psycopg: peak RSS of the process tree 192 and
+# 185 MB hidden, 201 and 195 MB loaded: about 5 % (the worker is the only process that
+# imports Huey; the fork server and hooks do not).
+
+
+def import_huey_without_postgres_driver() -> None:
+    """Import ``huey.storage`` with psycopg hidden, then unhide it for whoever needs it later."""
+    if "huey.storage" in sys.modules or "psycopg" in sys.modules:
+        return
+    sys.modules["psycopg"] = None  # makes ``import psycopg`` raise ImportError, which huey expects
+    try:
+        import huey.storage  # noqa: F401, PLC0415 - the point is to import it here, and only here
+    finally:
+        del sys.modules["psycopg"]
+
+
+# 2. ---------------------------------------------------------------------------------------
+# The task monitor writes three signal rows per task. Through django-huey-monitor's models
+# (bulk_create of SignalInfoModel, an upsert of TaskModel, bulk_update of late signals' dates)
+# its writer thread spent 121 us of CPU per signal; these two statements per batch spend 19 us.
+# bench/bench_monitor.py --workload tick --tasks 5000 --rounds 1, monitor on: 399 us of CPU
+# per task with this, 640 us with the models. bench/bench_engine.py throughput (monitor on,
+# alternated, three rounds each): 5882, 4353, 5089 ticks/s with this; 2841, 2401, 1584 with
+# the models.
+# It depends on the two models' tables and columns: tests/test_tuning.py names them.
+
+
+def random_uuid_int() -> int:
+    """A version-4 UUID as an int; signal ids need uniqueness, not unpredictability."""
+    value = random.getrandbits(128)
+    value &= ~(0xC000 << 48)
+    value |= 0x8000 << 48
+    value &= ~(0xF000 << 64)
+    return value | (4 << 76)
+
+
+class MonitorBatchSql:
+    """The two statements a batch needs, with values prepared the way the connection's backend stores them.
+
+    The writer handles thousands of signals a second and must leave the CPU (and the GIL)
+    to the workers: rows are plain tuples, never model instances, and on SQLite a whole
+    batch goes in as one JSON parameter that SQLite unpacks itself (``json_each``), so
+    Python binds two parameters per statement instead of ten per row.
+    """
+
+    TASK_COLUMNS = ("task_id", "name", "create_dt", "update_dt", "state_id", "finished")
+    SIGNAL_COLUMNS = ("id", "hostname", "pid", "thread", "task_id", "signal_name", "exception_line", "exception", "create_dt")
+
+    def __init__(self, conn, task_model, signal_model):
+        self.conn = conn
+        self.sqlite = self.conn.vendor == "sqlite"
+        self._seconds: dict[int, str] = {}
+        q = self.conn.ops.quote_name
+        task_table, signal_table = q(task_model._meta.db_table), q(signal_model._meta.db_table)
+        self.task_defaults = self._defaults(task_model, self.TASK_COLUMNS)
+        self.signal_defaults = self._defaults(signal_model, self.SIGNAL_COLUMNS)
+        self.insert_signals = self._insert(signal_table, self.SIGNAL_COLUMNS, self.signal_defaults)
+        # One upsert per task. A task only ever moves forward in time: an older signal (a
+        # producer's "enqueued" written after the consumer's "complete") never replaces a
+        # newer state, a finished task stays finished, and the earliest signal dates it.
+        new, old = q("excluded"), task_table
+        newer = f"{new}.{q('update_dt')} >= {old}.{q('update_dt')} OR {old}.{q('update_dt')} IS NULL"
+        self.upsert_tasks = (
+            self._insert(task_table, self.TASK_COLUMNS, self.task_defaults)
+            + f" ON CONFLICT ({q('task_id')}) DO UPDATE SET"
+            f" {q('state_id')} = CASE WHEN {newer} THEN {new}.{q('state_id')} ELSE {old}.{q('state_id')} END,"
+            f" {q('update_dt')} = CASE WHEN {newer} THEN {new}.{q('update_dt')} ELSE {old}.{q('update_dt')} END,"
+            f" {q('finished')} = ({old}.{q('finished')} OR {new}.{q('finished')}),"
+            f" {q('create_dt')} = CASE WHEN {new}.{q('create_dt')} < {old}.{q('create_dt')}"
+            f" THEN {new}.{q('create_dt')} ELSE {old}.{q('create_dt')} END"
+        )
+
+    def _defaults(self, model, dynamic: tuple[str, ...]) -> dict[str, object]:
+        """Every other column gets its field's default, prepared once."""
+        return {f.column: f.get_db_prep_save(f.get_default(), self.conn) for f in model._meta.concrete_fields if f.column not in dynamic}
+
+    def _insert(self, table: str, columns: tuple[str, ...], defaults: dict) -> str:
+        quote = self.conn.ops.quote_name
+        names = ", ".join(quote(n) for n in (*columns, *defaults))
+        if self.sqlite:
+            # "WHERE true" keeps SQLite from reading a following ON CONFLICT as part of the SELECT.
+            values = [f"json_extract(value, '$[{i}]')" for i in range(len(columns))] + ["%s"] * len(defaults)
+            return f"INSERT INTO {table} ({names}) SELECT {', '.join(values)} FROM json_each(%s) WHERE true"
+        return f"INSERT INTO {table} ({names}) VALUES ({', '.join(['%s'] * (len(columns) + len(defaults)))})"
+
+    def run(self, cursor, statement: str, rows: list[tuple], defaults: dict) -> None:
+        if self.sqlite:
+            cursor.execute(statement, [*defaults.values(), json.dumps(rows)])
+        else:
+            cursor.executemany(statement, [(*row, *defaults.values()) for row in rows])
+
+    def uuid(self, value: str | int) -> object:
+        if isinstance(value, int):
+            return f"{value:032x}" if self.sqlite else uuid.UUID(int=value)
+        return value.replace("-", "") if self.sqlite else uuid.UUID(value)
+
+    def when(self, timestamp: float) -> object:
+        if not self.sqlite:
+            return dt.datetime.fromtimestamp(timestamp, tz=dt.timezone.utc)
+        # How Django's SQLite backend stores an aware datetime: naive UTC text. Signals of a
+        # batch share their seconds, so the formatted second is reused.
+        second = int(timestamp)
+        prefix = self._seconds.get(second)
+        if prefix is None:
+            prefix = self._seconds[second] = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(second))
+        return f"{prefix}.{int((timestamp - second) * 1_000_000):06d}"
+
