@@ -96,7 +96,6 @@ class EngineConfig:
     tick_backoff_base: float = 0.5
     tick_backoff_max: float = 300.0
     orchestrator_lease_ttl: float = 5.0
-    orchestrator_slice: float = 0.5
     orchestrator_idle_poll: float = 1.0
     orphan_check_interval: float = 10.0
     concurrency: Mapping[str, int] = dataclasses.field(default_factory=lambda: dict(DEFAULT_CONCURRENCY))
@@ -141,7 +140,6 @@ class EngineConfig:
             "TICK_BACKOFF_BASE": ("tick_backoff_base", float, 0),
             "TICK_BACKOFF_MAX": ("tick_backoff_max", float, 0),
             "ORCHESTRATOR_LEASE_TTL": ("orchestrator_lease_ttl", float, 0.5),
-            "ORCHESTRATOR_SLICE": ("orchestrator_slice", float, 0.05),
             "ORCHESTRATOR_IDLE_POLL": ("orchestrator_idle_poll", float, 0.01),
             "ORPHAN_CHECK_INTERVAL": ("orphan_check_interval", float, 0.1),
             "SNAPSHOT_MAX_ACTIVE": ("snapshot_max_active", int, 1),

@@ -28,7 +28,7 @@ def check(pool: str) -> str | None:
     """None when the pool is alive on this machine, else the reason it is not."""
     guid = local_machine_guid(settings.ENGINE.machine_id)
     alive = Process.objects.filter(kind=Process.Kind.WORKER, status="running", machine__guid=guid,
-                                   label__startswith=f"{pool} pool", retry_at__gt=timezone.now())
+                                   pool=pool, retry_at__gt=timezone.now())
     if alive.exists():
         return None
     return f"no {pool} pool with a fresh heartbeat on machine {guid}"

@@ -45,8 +45,7 @@ def crawl_counts(crawl: Crawl) -> CrawlCounts:
 def pools_alive() -> bool:
     """True if a ticks pool and a side-effects pool with fresh heartbeats exist (any machine)."""
     live = Process.objects.filter(kind=Process.Kind.WORKER, status="running", retry_at__gt=timezone.now())
-    labels = list(live.values_list("label", flat=True))
-    return any(l.startswith("ticks") for l in labels) and any(l.startswith("sideeffects") for l in labels)
+    return {"ticks", "sideeffects"} <= set(live.values_list("pool", flat=True))
 
 
 def progress_text(counts: CrawlCounts, elapsed: float) -> str:

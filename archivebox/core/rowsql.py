@@ -33,6 +33,7 @@ def db_pk(model, pk, db=None):
 def dispatch_claim(model, statuses, now: dt.datetime, token: dt.datetime, limit: int, ids=None) -> list:
     """Claim up to ``limit`` due rows (of ``ids`` if given), earliest due first, for one batch:
     their ``retry_at`` becomes ``token``, so no other dispatcher sees them due. Returns their ids.
+    Given ids are looked up by primary key; otherwise the due index is walked.
 
     On Postgres the inner SELECT skips rows another dispatcher is claiming at this moment.
     """
@@ -49,7 +50,7 @@ def dispatch_claim(model, statuses, now: dt.datetime, token: dt.datetime, limit:
         params += [db_pk(model, pk, db) for pk in ids]
     lock = " FOR UPDATE SKIP LOCKED" if db.vendor == "postgresql" else ""
     sql = (f"UPDATE {table} SET retry_at = %s, claimed = %s, woken = %s WHERE {pk_column} IN ("
-           f"SELECT {pk_column} FROM {table}{_by_due_index(model)} WHERE retry_at <= %s AND status IN ({marks}){only} "
+           f"SELECT {pk_column} FROM {table}{'' if only else _by_due_index(model)} WHERE retry_at <= %s AND status IN ({marks}){only} "
            f"ORDER BY retry_at LIMIT %s{lock}) AND retry_at <= %s RETURNING {pk_column}")
     params += [limit, db_datetime(now, db)]
     with db.cursor() as cursor:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,5 +122,3 @@ def find_hooks(plugins: dict[str, Path], model: str) -> list[HookScript]:
     return sorted(hooks, key=lambda h: h.sort_key)
 
 
-def select(hooks: Sequence[HookScript], enabled_plugins: set[str]) -> list[HookScript]:
-    return [h for h in hooks if h.plugin in enabled_plugins]

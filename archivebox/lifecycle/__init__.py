@@ -2,8 +2,8 @@
 
 Plugins are modules named in the ``LIFECYCLE_PLUGINS`` environment variable
 (comma-separated import paths) or published under the ``archivebox`` setuptools
-entry-point group. :func:`hook` returns the relay to call, e.g.
-``hook().on_actor_tick_start(actor_type=..., obj=...)``.
+entry-point group. :func:`notify` fires a hook, e.g.
+``notify("on_actor_tick_start", actor_type=..., obj=...)``.
 """
 
 from __future__ import annotations
@@ -36,11 +36,6 @@ def build_plugin_manager(module_paths: list[str]) -> pluggy.PluginManager:
 def plugin_manager() -> pluggy.PluginManager:
     paths = [p.strip() for p in os.environ.get("LIFECYCLE_PLUGINS", "").split(",") if p.strip()]
     return build_plugin_manager(paths)
-
-
-def hook():
-    """The hook relay of the process-wide plugin manager."""
-    return plugin_manager().hook
 
 
 def notify(hook_name: str, /, **kwargs) -> None:

@@ -219,7 +219,7 @@ class ForkClient:
             address = f"\0archivebox-forkserver-{os.getpid()}-{secrets.token_hex(6)}".encode()
             plugins_dir = Path(__file__).resolve().parent.parent / "plugins"
             cmd = [sys.executable, "-I", "-m", "archivebox.process.forkserver", address.hex(), str(plugins_dir)]
-            env = {**runner.base_env(), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+            env = runner.base_env()
             if os.environ.get("FORKSERVER_PRELOAD"):
                 env["FORKSERVER_PRELOAD"] = os.environ["FORKSERVER_PRELOAD"]
             row, _ = runner.create(kind=Process.Kind.FORKSERVER, cmd=cmd, pwd=str(settings.DATA_DIR), env=env, timeout=None,

@@ -23,11 +23,11 @@ logger = logging.getLogger(__name__)
 _current: dict[int, Process] = {}
 
 
-def register_worker(machine: Machine, label: str, heartbeat_ttl: float) -> Process:
-    """Create the running Process row for this OS process."""
+def register_worker(machine: Machine, label: str, heartbeat_ttl: float, pool: str = "") -> Process:
+    """Create the running Process row for this OS process (a worker of ``pool``)."""
     now = timezone.now()
     row = Process.objects.create(
-        kind=Process.Kind.WORKER, machine=machine, cmd=list(sys.argv), pwd=os.getcwd(), label=label,
+        kind=Process.Kind.WORKER, machine=machine, cmd=list(sys.argv), pwd=os.getcwd(), label=label, pool=pool,
         retry_at=now + dt.timedelta(seconds=heartbeat_ttl),
     )
     move(row, "queued", "running", now=now, retry_at=now + dt.timedelta(seconds=heartbeat_ttl),
@@ -42,11 +42,12 @@ def current_worker() -> Process | None:
 
 
 def heartbeat(row: Process, heartbeat_ttl: float) -> bool:
-    """Push the row's deadline forward, and its long-lived helpers' (the fork server);
-    False if the worker's row was closed meanwhile."""
+    """Push the row's deadline forward, and its long-lived helpers' (the fork server), and
+    mark its machine as seen now; False if the worker's row was closed meanwhile."""
     now = timezone.now()
     deadline = now + dt.timedelta(seconds=heartbeat_ttl)
     Process.objects.filter(parent=row, kind=Process.Kind.FORKSERVER, status="running").update(retry_at=deadline, modified_at=now)
+    Machine.objects.filter(pk=row.machine_id).update(last_seen=now)
     return bool(Process.objects.filter(pk=row.pk, status="running").update(retry_at=deadline, modified_at=now))
 
 

@@ -40,7 +40,8 @@ class WorkerListener:
 
     def on_start(self) -> None:
         self.machine = Machine.current(self.config.machine_id)
-        self.row = registry.register_worker(self.machine, f"{self.pool} pool ({self.consumer.workers} workers)", self.config.heartbeat_ttl)
+        self.row = registry.register_worker(self.machine, f"{self.pool} pool ({self.consumer.workers} workers)",
+                                           self.config.heartbeat_ttl, pool=self.pool)
         self._sweep()
         now = time.monotonic()
         self._next_heartbeat = now + self.config.heartbeat_interval
@@ -54,7 +55,7 @@ class WorkerListener:
                 self._next_heartbeat = now + self.config.heartbeat_interval
                 if not registry.heartbeat(self.row, self.config.heartbeat_ttl):
                     logger.warning("%s pool: its Process row was closed by the loop; registering again", self.pool)
-                    self.row = registry.register_worker(self.machine, self.row.label, self.config.heartbeat_ttl)
+                    self.row = registry.register_worker(self.machine, self.row.label, self.config.heartbeat_ttl, pool=self.pool)
             if now >= self._next_sweep:
                 self._next_sweep = now + self.config.sweep_interval
                 self._sweep()

@@ -34,7 +34,7 @@ def crawl_started(crawl_id) -> None:
 
 def create_snapshots(crawl: Crawl, urls: list[str], depth: int, parent_id=None) -> int:
     """Bulk-create parked, queued snapshots (duplicates within the crawl are ignored), tagged
-    with the crawl's tags."""
+    with the crawl's tags. Returns how many were created (not counting the duplicates)."""
     now = timezone.now()
     tags = [Tag.objects.get_or_create(name=name)[0] for name in crawl.tag_names]
     created = 0
@@ -42,7 +42,7 @@ def create_snapshots(crawl: Crawl, urls: list[str], depth: int, parent_id=None) 
         batch = urls[start:start + BATCH]
         rows = [Snapshot(crawl=crawl, url=url, depth=depth, parent_id=parent_id, retry_at=parked(now)) for url in batch]
         Snapshot.objects.bulk_create(rows, ignore_conflicts=True)
-        created += len(rows)
+        created += Snapshot.objects.filter(pk__in=[row.pk for row in rows]).count()  # an ignored duplicate's id is not stored
         if tags:
             ids = Snapshot.objects.filter(crawl=crawl, url__in=batch).values_list("pk", flat=True)
             through = Snapshot.tags.through

@@ -213,4 +213,5 @@ def start_in_this_process() -> bool:
 def orchestrate() -> None:
     """Once a minute, on every tick consumer: make sure the orchestrator loop is alive here."""
     if start_in_this_process():
-        logger.warning("orchestrator loop was not running in this consumer; restarted it")
+        # On a consumer's first minute this is its start; later, the loop had stopped (logged where it did).
+        logger.info("orchestrator loop started in this consumer")

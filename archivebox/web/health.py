@@ -16,11 +16,6 @@ from archivebox.core import leases
 POOLS = ("ticks", "sideeffects")
 
 
-def pool_of(label: str) -> str:
-    """``"ticks pool (4 workers)"`` -> ``"ticks"``."""
-    return label.split(" ", 1)[0]
-
-
 def liveness(now: dt.datetime) -> dict:
     holder = leases.holder_of(leases.ORCHESTRATOR, now)
     orchestrator = {
@@ -40,7 +35,7 @@ def liveness(now: dt.datetime) -> dict:
             "expires_in": round((worker.retry_at - now).total_seconds(), 1) if worker.retry_at else None,
         }
         if worker.retry_at is not None and worker.retry_at > now:
-            pools.setdefault(pool_of(worker.label), []).append(entry)
+            pools.setdefault(worker.pool, []).append(entry)
         else:
             stale.append(entry)
     healthy = orchestrator["alive"] and all(pools[pool] for pool in POOLS)

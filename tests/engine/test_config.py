@@ -34,7 +34,7 @@ def test_file_overrides_default_and_env_overrides_file(tmp_path):
 def test_every_number_key_is_read(tmp_path):
     env = {
         "MAX_TICK_TIME": "11", "MAX_TICK_ERRORS": "12", "TICK_BACKOFF_BASE": "13", "TICK_BACKOFF_MAX": "14",
-        "ORCHESTRATOR_LEASE_TTL": "15", "ORCHESTRATOR_SLICE": "16", "ORCHESTRATOR_IDLE_POLL": "17",
+        "ORCHESTRATOR_LEASE_TTL": "15", "HOOK_STOP_GRACE": "16", "ORCHESTRATOR_IDLE_POLL": "17",
         "ORPHAN_CHECK_INTERVAL": "18", "SNAPSHOT_MAX_ACTIVE": "19", "HOOK_MAX_ATTEMPTS": "20", "HOOK_RETRY_BACKOFF": "21",
         "HOOK_KILL_GRACE": "22", "HEARTBEAT_INTERVAL": "23", "HEARTBEAT_TTL": "24", "SWEEP_INTERVAL": "25", "MACHINE_ID": "box-1",
     }

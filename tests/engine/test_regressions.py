@@ -226,3 +226,24 @@ def test_a_finished_batch_with_nothing_due_frees_its_slot_with_one_write(make_ac
     writes = [q["sql"] for q in queries.captured_queries if q["sql"].lstrip().upper().startswith(("UPDATE", "INSERT", "DELETE"))]
     assert len(writes) == 1 and "holder = ''" in writes[0], writes
     assert leases.free_slots(actor.name, 1, now) == [slot]
+
+
+def test_a_heartbeat_marks_its_machine_as_seen_and_a_worker_row_names_its_pool():
+    """Machine.last_seen stayed at the machine's creation time; a worker's pool was parsed back from its label."""
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from archivebox.core.models import Machine
+    from archivebox.process import registry
+
+    machine = Machine.objects.create(guid="heartbeat-test", hostname="heartbeat-test")
+    Machine.objects.filter(pk=machine.pk).update(last_seen=timezone.now() - dt.timedelta(days=1))
+    row = registry.register_worker(machine, "a pool with any label", 60, pool="ticks")
+    try:
+        assert registry.heartbeat(row, 60)
+        machine.refresh_from_db()
+        assert timezone.now() - machine.last_seen < dt.timedelta(minutes=1)
+        assert row.pool == "ticks"
+    finally:
+        registry.close_worker(row, "stopped")

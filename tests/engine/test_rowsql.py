@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from django.db import IntegrityError, connection, transaction
 from django.db.models.signals import post_init
 from django.forms.models import model_to_dict
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from archivebox.core.models import ArchiveResult, Crawl, Machine, Process, Snapshot
 from archivebox.core import rowsql
@@ -138,3 +141,16 @@ def test_insert_new_writes_new_rows_as_bulk_create_does_and_skips_existing_keys(
         stored = ArchiveResult.objects.get(pk=row.pk)
         assert (stored.plugin, stored.step, stored.background, stored.status) == (row.plugin, row.step, row.background, "queued")
         assert stored.created_at is not None and stored.created_at == row.created_at
+
+
+def test_a_claim_of_given_ids_looks_them_up_by_primary_key_not_along_the_due_index():
+    """A kick of two ids used to force INDEXED BY <model>_due, walking the whole due range."""
+    now = timezone.now()
+    with CaptureQueriesContext(connection) as queries:
+        rowsql.dispatch_claim(Snapshot, ["queued"], now, now, 16, ids=[uuid.uuid4(), uuid.uuid4()])
+    [sql] = [q["sql"] for q in queries.captured_queries]
+    assert "INDEXED BY" not in sql
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN QUERY PLAN {sql}")
+        plan = " ".join(str(row[-1]) for row in cursor.fetchall())
+    assert "core_snapshot_due" not in plan and "PRIMARY KEY" in plan.upper() or "autoindex" in plan, plan

@@ -316,3 +316,12 @@ def test_a_stale_launch_request_starts_nothing_and_leaves_nothing(use_plugins, h
     assert set(logs.rglob("*.log")) == before
     assert not Process.objects.filter(archiveresult=result).exists()
     assert not (snapshot.output_dir / "h_args").exists()
+
+
+def test_create_snapshots_returns_how_many_were_created_not_counting_duplicates():
+    """It returned the number of URLs given, duplicates of the crawl's snapshots included."""
+    from archivebox.sideeffects.crawl import create_snapshots
+
+    crawl = make_snapshot("https://example.com/dup/0").crawl
+    assert create_snapshots(crawl, ["https://example.com/dup/0", "https://example.com/dup/1", "https://example.com/dup/2"], depth=0) == 2
+    assert create_snapshots(crawl, ["https://example.com/dup/1"], depth=0) == 0

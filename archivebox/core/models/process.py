@@ -13,7 +13,6 @@ class Process(StatefulModel):
         WORKER = "worker"
         HOOK = "hook"
         FORKSERVER = "forkserver"
-        BINARY = "binary"
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     status = status_field(ProcessGraph)
@@ -25,6 +24,8 @@ class Process(StatefulModel):
     archiveresult = models.ForeignKey("core.ArchiveResult", null=True, blank=True, on_delete=models.CASCADE, related_name="processes")
     attempt = models.PositiveSmallIntegerField(default=0)
     label = models.CharField(max_length=255, blank=True, default="")
+    # A worker's pool ("ticks" or "sideeffects"); empty for other kinds.
+    pool = models.CharField(max_length=16, blank=True, default="")
     cmd = models.JSONField(default=list, help_text="argv list, never a shell string")
     pwd = models.TextField(blank=True, default="")
     env = models.JSONField(default=dict, blank=True, help_text="allow-listed variables only, never secrets")
