@@ -160,7 +160,7 @@ def test_machine_crashed_and_restarted_cleans_up_after_itself(tmp_path, database
                                  "JOIN core_machine m ON m.id = p.machine_id WHERE m.guid = %s AND p.pid = ANY(%s)",
                                  (victim.name, list(killed_at)))
     hooks = [row for row in leftovers if row["kind"] == "hook"]
-    assert hooks and {row["reason"] for row in hooks} == {"gone: no exit code was recorded"}
+    assert hooks and {row["reason"] for row in hooks} == {"gone: its worker died and it left no exit status"}
     assert {row["reason"] for row in leftovers if row["kind"] == "worker"} <= {"gone: worker exited without closing its row",
                                                                                 "lost: heartbeat stopped"}
     # Closed by the returning machine's start-up sweep, long before their deadline (TIMEOUT + 30 s).
