@@ -206,8 +206,9 @@ class ArchiveboxConsumer(Consumer):
     sweep orphans.
 
     Only Huey's public consumer API is used: ``start``, ``loop`` and ``stop`` are extended,
-    and the two signals get handlers of this class installed after ``start`` (which installs
-    Huey's own). A graceful stop is Huey's ``stop(graceful=True)``; a second signal raises
+    and the two signals get handlers of this class installed when ``start`` begins and again
+    after Huey's ``start`` (which installs Huey's own), so a signal that comes while the
+    listeners start (a start-up sweep adopting hooks) still stops gracefully. A graceful stop is Huey's ``stop(graceful=True)``; a second signal raises
     ``KeyboardInterrupt`` in it, which Huey answers by interrupting its workers.
     ``graceful_signal="TERM"`` keeps Huey's own reading of SIGTERM the same as ours.
     """
@@ -224,11 +225,16 @@ class ArchiveboxConsumer(Consumer):
 
     def start(self):
         shutting_down.clear()
+        self._handle_stop_signals()  # from the first moment: a signal during start-up stops gracefully too
         for listener in self.listeners:
             listener.on_start()
         super().start()
+        self._handle_stop_signals()  # again: Huey's start installed its own
+
+    def _handle_stop_signals(self) -> None:
+        handler = self.on_first_signal if self.stop_signal is None else self.on_second_signal
         for signum in self.STOP_SIGNALS:
-            signal.signal(signum, self.on_first_signal)
+            signal.signal(signum, handler)
 
     def on_first_signal(self, signum, frame) -> None:
         """Begin a graceful stop (the main loop carries it out); a second signal cuts it short."""

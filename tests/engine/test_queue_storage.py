@@ -116,3 +116,35 @@ def test_running_a_task_reads_no_revoke_keys_and_revoking_is_refused(tmp_path):
         note.revoke()
     with pytest.raises(NotImplementedError, match="cancel their row"):
         huey.revoke_by_id("some-id")
+
+
+def test_a_stop_signal_while_the_consumer_starts_stops_it_gracefully(tmp_path):
+    """A SIGINT that came while the listeners started (a start-up sweep adopting a dead
+    worker's hooks) raised KeyboardInterrupt out of start(): the consumer died without its
+    listeners' on_stop, and the hooks it had just adopted ran on unwatched."""
+    import os
+    import signal
+
+    huey = build_huey("startup-signal", tmp_path)
+    stops = []
+
+    class Listener:
+        def on_start(self):
+            os.kill(os.getpid(), signal.SIGINT)  # arrives before Huey's own start has run
+
+        def on_loop(self):
+            pass
+
+        def on_stop(self, graceful):
+            stops.append(graceful)
+
+    huey.consumer_hooks = [lambda consumer: Listener()]
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        huey.create_consumer(workers=1, periodic=False).run()
+    except KeyboardInterrupt:
+        pytest.fail("the signal escaped the consumer's start as KeyboardInterrupt")
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    assert stops == [True]
