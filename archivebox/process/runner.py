@@ -197,15 +197,14 @@ def popen_spawner(cmd: list, cwd: str, env: Mapping[str, str], stdout: Path, std
                           stdout=out, stderr=err, start_new_session=True, close_fds=True)
 
 
-def launch(row: Process, env: Mapping[str, str], deadline_grace: float = 30.0, spawner: Spawner | None = None,
-           logs: tuple[Path, Path] | None = None) -> Running:
+def launch(row: Process, env: Mapping[str, str], deadline_grace: float = 30.0, spawner: Spawner | None = None) -> Running:
     """Start the row's command in its own session; the row moves queued -> running.
 
     ``spawner`` starts it (default: ``subprocess.Popen`` of ``row.cmd``); the fork server
-    passes its own, which runs the same script without a new interpreter. ``logs``: its
-    stdout and stderr files, if chosen already (by default: :func:`log_paths`).
+    passes its own, which runs the same script without a new interpreter. Its stdout and
+    stderr go to :func:`log_paths` of the row.
     """
-    stdout_path, stderr_path = logs or log_paths(row.pk, make=True)
+    stdout_path, stderr_path = log_paths(row.pk, make=True)
     handle = (spawner or popen_spawner)(list(row.cmd), row.pwd, env, stdout_path, stderr_path)
     now = timezone.now()
     deadline = now + dt.timedelta(seconds=(row.timeout or 0) + deadline_grace)
@@ -340,28 +339,21 @@ def stop_one(pid: int, grace: float) -> None:
 
 class Adopted:
     """A process another worker started, watched here by its PID (Popen's ``pid`` and
-    ``wait``): the exit code is the one its wrapper wrote to its status file, if any."""
+    ``wait``). Its exit code is not ours to read: ``wait`` gives None, and the caller reads
+    the status file its wrapper wrote (:func:`read_status`)."""
 
-    def __init__(self, pid: int, pid_started: float | None, status: Path | None):
+    def __init__(self, pid: int, pid_started: float | None):
         self.pid = pid
         self.args = [str(pid)]
-        self.status = status
-        self.returncode: int | None = None
         self._started = pid_started
-        self._gone = False
 
-    def wait(self, timeout: float | None = None) -> int | None:
+    def wait(self, timeout: float | None = None) -> None:
         deadline = None if timeout is None else time.monotonic() + timeout
-        while not self._gone:
-            if not is_running(self.pid, self._started):
-                self._gone = True
-                break
+        while is_running(self.pid, self._started):
             if deadline is not None and time.monotonic() >= deadline:
                 raise subprocess.TimeoutExpired(self.args, timeout)
             time.sleep(0.05 if deadline is None else max(0.0, min(0.05, deadline - time.monotonic())))
-        if self.returncode is None and self.status is not None:
-            self.returncode = read_status(self.status)
-        return self.returncode
+        return None
 
 
 def kill_orphan(pid: int, pid_started: float | None, pwd: str, grace: float) -> None:

@@ -297,7 +297,7 @@ def _read(row: Process, job: Attempt) -> HookReport:
         with open(row.stdout_path, "rb") as stream:
             return read_report(stream, hook_dir=job.pwd, snap_dir=snap_dir,
                                on_outlinks=outlink_sink(job.snapshot, job.crawl, job.wanted), label=row.label)
-    except (OSError, TypeError) as err:  # TypeError: no stdout path (it never started)
+    except OSError as err:
         report = HookReport()
         report.note(f"could not read stdout: {err}")
         return report
@@ -380,8 +380,7 @@ def adopt(row: Process) -> bool:
     if not Process.objects.filter(pk=row.pk, status="running", parent_id=row.parent_id).update(parent=worker):
         return False  # another worker adopted it first
     logger.warning("adopting %s (pid %s): its worker is gone", row.label, row.pid)
-    status = runner.status_path(row.stdout_path) if row.stdout_path else None
-    running = runner.Running(row, runner.Adopted(row.pid, row.pid_started, status))
+    running = runner.Running(row, runner.Adopted(row.pid, row.pid_started))
     RUNS.submit(True, partial(watch, job, running))
     return True
 
