@@ -9,7 +9,7 @@ import pytest
 
 from helpers import wait_until
 
-from archivebox.broker.huey_ext import DoorbellSqliteStorage, build_huey
+from archivebox.broker.huey_ext import DoorbellSqliteStorage, build_huey, shutting_down
 
 
 def storage(tmp_path, name="q"):
@@ -147,4 +147,5 @@ def test_a_stop_signal_while_the_consumer_starts_stops_it_gracefully(tmp_path):
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        shutting_down.clear()  # this test process goes on running hooks in other tests
     assert stops == [True]
