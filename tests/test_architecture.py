@@ -7,7 +7,7 @@ ROOT = Path(__file__).resolve().parent.parent / "archivebox"
 SKIP = {"migrations", "__pycache__", "plugins", "templates", "static"}
 # Each unit may import only units listed after it (docs/architecture.md, top to bottom).
 LAYERS = ["__main__", "healthcheck", "cli", "web", "pools", "apps", "sideeffects", "tasks", "process", "transitions", "core",
-          "hooks", "lifecycle", "broker", "settings", "boot", "config", "tuning", "urls", "plugins"]
+          "hooks", "lifecycle", "broker", "settings", "boot", "config", "tuning", "urls", "plugins", "pluginkit"]
 
 
 def unit(module: str) -> str | None:
@@ -55,3 +55,9 @@ def test_no_module_getattr_hides_an_import():
     found = [str(path.relative_to(ROOT)) for path in ROOT.rglob("*.py") if not SKIP & set(path.relative_to(ROOT).parts)
              and any(isinstance(n, ast.FunctionDef) and n.name == "__getattr__" for n in ast.parse(path.read_text()).body)]
     assert not found, f"module-level __getattr__ in {found}"
+
+
+def test_pluginkit_is_a_leaf():
+    """The hook kit imports nothing of the engine and the engine does not import it (hooks do)."""
+    touching = sorted(f"{path}: {a} imports {b}" for a, b, path in import_edges() if "pluginkit" in (a, b))
+    assert not touching, "\n".join(touching)

@@ -217,8 +217,7 @@ class ForkClient:
             if time.monotonic() - self._failed_at < RETRY_START_AFTER:
                 raise ForkServerError("the fork server failed to start recently")
             address = f"\0archivebox-forkserver-{os.getpid()}-{secrets.token_hex(6)}".encode()
-            plugins_dir = Path(__file__).resolve().parent.parent / "plugins"
-            cmd = [sys.executable, "-I", "-m", "archivebox.process.forkserver", address.hex(), str(plugins_dir)]
+            cmd = [sys.executable, "-I", "-m", "archivebox.process.forkserver", address.hex()]
             env = runner.base_env()
             if os.environ.get("FORKSERVER_PRELOAD"):
                 env["FORKSERVER_PRELOAD"] = os.environ["FORKSERVER_PRELOAD"]

@@ -58,13 +58,16 @@ PRELOAD = (
     "datetime", "codecs", "runpy",
     "pkgutil",  # runpy.run_path imports it on every call: 3 ms per hook run if each child did
 )
-# What the built-in hooks import (their hook library included). Every preloaded module is
-# resident in every forked hook: urllib.request with http.client and email made each
-# 1.8 MB larger. Libraries that only some hooks use (readability: lxml; urllib.request)
-# are not preloaded; name them in FORKSERVER_PRELOAD to preload them.
+# What the built-in hooks import: their kit (``archivebox.pluginkit``, whose modules import
+# only os and sys at load time), urllib.request for its HTTP client and psutil for killing
+# a program's tree. Every preloaded module is resident in every forked hook (urllib.request
+# with http.client and email: about 1.8 MB), but a hook that needs it would otherwise import
+# it itself, paying the same memory plus 10-20 ms of CPU. Libraries that only some hooks
+# use (readability: lxml) are not preloaded; name them in FORKSERVER_PRELOAD to preload them.
+PRELOAD += ("urllib.request", "http.client", "psutil", "archivebox.pluginkit")
 
 
-def preload(plugins_dir: str | None) -> None:
+def preload() -> None:
     for name in PRELOAD:
         __import__(name)
     for name in filter(None, (n.strip() for n in os.environ.get("FORKSERVER_PRELOAD", "").split(","))):
@@ -72,15 +75,6 @@ def preload(plugins_dir: str | None) -> None:
             __import__(name)
         except ImportError as err:
             sys.stderr.write(f"forkserver: cannot preload {name}: {err}\n")
-    if plugins_dir and os.path.isdir(os.path.join(plugins_dir, "_lib")):
-        sys.path.insert(0, plugins_dir)
-        try:
-            __import__("_lib.hooklib")
-        except ImportError as err:
-            sys.stderr.write(f"forkserver: could not preload the hook library: {err}\n")
-        finally:
-            if plugins_dir in sys.path:  # the hook library takes its folder off sys.path itself
-                sys.path.remove(plugins_dir)
 
 
 class ScriptCache:
@@ -344,7 +338,7 @@ class Server:
 
 def main() -> None:
     address = bytes.fromhex(sys.argv[1])
-    preload(sys.argv[2] if len(sys.argv) > 2 else None)
+    preload()
     server = Server(address)
     sys.stdout.write("ready\n")
     sys.stdout.flush()

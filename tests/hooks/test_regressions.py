@@ -293,7 +293,7 @@ def test_a_forked_hook_imports_nothing_the_fork_server_has_not_preloaded(tmp_pat
         client.stop()
     in_child = set(json.loads((tmp_path / "modules.json").read_text()))
     probe = ("import json, sys; sys.argv = ['forkserver']; from archivebox.process import forkserver; "
-             f"forkserver.preload({str(forkserver.__file__)!r}.rsplit('/process/', 1)[0] + '/plugins'); "
+             "forkserver.preload(); "
              "print(json.dumps(sorted(sys.modules)))")
     done = subprocess.run([sys.executable, "-I", "-c", probe], capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": str(Path(forkserver.__file__).resolve().parents[2])})

@@ -115,15 +115,25 @@ def test_standalone_without_engine_env(site, tmp_path):
     assert (snap / "title" / "title.txt").exists()
 
 
-def test_hooklib_is_cheap_to_import():
-    code = f"import sys; sys.path.insert(0, {PLUGINS_DIR!r}); from _lib import hooklib"
+def test_pluginkit_is_cheap_to_import():
+    """Importing the kit loads only its own modules (each function imports what it needs)."""
+    code = "from archivebox import pluginkit"
     proc = subprocess.run([sys.executable, "-I", "-X", "importtime", "-c", code], capture_output=True, timeout=30)
-    assert proc.returncode == 0
+    assert proc.returncode == 0, proc.stderr.decode()
     imported = [line.split("|")[-1].strip() for line in proc.stderr.decode().splitlines() if line.startswith("import time:")]
-    own = imported[imported.index("_lib"):] if "_lib" in imported else imported
-    assert set(own) <= {"_lib", "_lib.hooklib"}, own
+    own = imported[imported.index("archivebox"):]
+    assert own and {name.strip() for name in own} <= {"archivebox"} | {
+        f"archivebox.pluginkit{suffix}" for suffix in
+        ("", ".output", ".env", ".markup", ".net", ".files", ".procs", ".chrome")}, own
+
+
+def test_hooks_use_no_sys_path_tricks():
+    """Built-in hooks import the kit as an installed package, as a plugin in <data>/plugins does."""
+    offenders = [path for path in glob.glob(os.path.join(PLUGINS_DIR, "*", "*.py"))
+                 if "sys.path" in open(path).read()]
+    assert offenders == []
 
 
 def test_no_python_package_markers_in_plugins():
-    stray = [p for p in glob.glob(os.path.join(PLUGINS_DIR, "*", "__init__.py")) if "/_lib/" not in p]
+    stray = [p for p in glob.glob(os.path.join(PLUGINS_DIR, "*", "__init__.py"))]
     assert stray == []

@@ -59,11 +59,10 @@ def test_pipeline_on_a_page(site, snapshot_factory):
 
 
 @pytest.mark.skipif(shutil.which("wget") is None, reason="GNU wget is not installed")
-def test_pipeline_on_a_feed_without_site_module(site, snapshot_factory):
-    """Also shows the hooks run under ``python -I -S`` (no site-packages until a hook needs them)."""
+def test_pipeline_on_a_feed(site, snapshot_factory):
     snap = snapshot_factory(site.url(site.info.rss_path))
     env = {"CHROME_BINARY": "/nonexistent/chromium"}  # the browser adds nothing to this case
-    runs = run_pipeline(snap, env=env, python_flags=("-I", "-S"))
+    runs = run_pipeline(snap, env=env)
     assert runs["parse_rss_urls"].status == "succeeded"
     assert runs["parse_rss_urls"].urls() == site.info.rss_links
     assert runs["parse_html_urls"].status == "skipped"

@@ -4,13 +4,11 @@ import sys
 
 import pytest
 
-from plugintools import PLUGINS_DIR
 from localsite import SiteServer, self_signed_cert
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl CLI not installed")
 
-sys.path.insert(0, PLUGINS_DIR)
-from _lib import hooklib as H  # noqa: E402
+from archivebox import pluginkit as H
 
 
 @pytest.fixture(scope="module")

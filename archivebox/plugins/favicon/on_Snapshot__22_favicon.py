@@ -9,10 +9,8 @@ No icon at all is a permanent failure (exit 0); network errors on every
 candidate exit non-zero (retried later).
 """
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _lib import hooklib as H  # noqa: E402
+from archivebox import pluginkit as H
 
 PLUGIN = "favicon"
 

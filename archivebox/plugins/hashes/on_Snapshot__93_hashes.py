@@ -9,10 +9,8 @@ Symlinks are not followed. Files are streamed in 1 MiB chunks.
 "<hex>  <path>" lines}}``.
 """
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _lib import hooklib as H  # noqa: E402
+from archivebox import pluginkit as H
 
 PLUGIN = "hashes"
 CHUNK = 1024 * 1024

@@ -7,11 +7,8 @@ HTTP 429 and 5xx are transient (non-zero exit: retried later, headers.json kept)
 other HTTP >= 400 is a permanent failure (exit 0, status failed); network errors and
 timeouts exit non-zero so the engine retries later.
 """
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _lib import hooklib as H  # noqa: E402
+from archivebox import pluginkit as H
 
 PLUGIN = "headers"
 

@@ -7,10 +7,8 @@ elements become line breaks, and whitespace is collapsed (one line per block,
 no blank-line runs). Skipped when no saved HTML exists (wget or Chromium DOM).
 """
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _lib import hooklib as H  # noqa: E402
+from archivebox import pluginkit as H
 
 PLUGIN = "htmltotext"
 

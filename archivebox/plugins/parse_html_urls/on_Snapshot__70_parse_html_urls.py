@@ -7,11 +7,8 @@ fragments are stripped, mailto:/javascript:/data: and other schemes are
 skipped, duplicates and the page's own URL are dropped. Writes ``urls.jsonl``
 (one ``{"type": "Snapshot", "url": ...}`` per line) and emits the same records.
 """
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _lib import hooklib as H  # noqa: E402
+from archivebox import pluginkit as H
 
 PLUGIN = "parse_html_urls"
 

@@ -9,11 +9,8 @@ entity-expansion bombs and external entities are never processed. Writes
 ``urls.jsonl`` (``{"type": "Snapshot", "url", "title"}`` per item) and emits
 one ``Snapshot`` record (type and url) per unique link.
 """
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _lib import hooklib as H  # noqa: E402
+from archivebox import pluginkit as H
 
 PLUGIN = "parse_rss_urls"
 ATOM = "{http://www.w3.org/2005/Atom}"

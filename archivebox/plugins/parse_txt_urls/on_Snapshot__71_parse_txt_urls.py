@@ -7,11 +7,8 @@ The document is read from wget's output, else fetched. Trailing punctuation
 is trimmed from matches, fragments are stripped, duplicates dropped. Writes
 ``urls.jsonl`` and emits one ``Snapshot`` record per URL.
 """
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _lib import hooklib as H  # noqa: E402
+from archivebox import pluginkit as H
 
 PLUGIN = "parse_txt_urls"
 TRAILING = ".,;:!?'\"*>»”’"

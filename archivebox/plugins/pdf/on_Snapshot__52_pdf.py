@@ -4,11 +4,8 @@
 Skipped when no Chromium binary is installed (``CHROME_BINARY``, else
 chromium/chromium-browser/google-chrome on PATH).
 """
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _lib import hooklib as H  # noqa: E402
+from archivebox import pluginkit as H
 
 PLUGIN = "pdf"
 

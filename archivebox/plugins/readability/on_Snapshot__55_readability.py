@@ -7,10 +7,8 @@ characters of text, ``excerpt``, ``source``). Skipped when no saved HTML
 exists (wget or Chromium DOM) or when readability-lxml is not installed.
 """
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _lib import hooklib as H  # noqa: E402
+from archivebox import pluginkit as H
 
 PLUGIN = "readability"
 BYLINE_META = ("author", "article:author", "byl", "dc.creator", "dcterms.creator", "parsely-author",

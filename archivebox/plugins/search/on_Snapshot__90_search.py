@@ -9,11 +9,8 @@ Without ``DATA_DIR`` the collection root is guessed from ``SNAP_DIR`` when it
 lives under ``<root>/archive/``.
 """
 import os
-import sys
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(_HERE))
-from _lib import hooklib as H  # noqa: E402
+from archivebox import pluginkit as H
 
 PLUGIN = "search"
 DB_NAME = "search.sqlite3"
@@ -70,8 +67,8 @@ def main():
     db_path = os.path.join(root, DB_NAME)
 
     import sqlite3
-    sys.path.insert(0, _HERE)
-    import fts
+
+    from archivebox.plugins.search import fts
 
     timeout = H.timeout_for(PLUGIN, 60)
     H.arm_timeout(timeout, "indexing")

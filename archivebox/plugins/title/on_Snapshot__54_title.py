@@ -6,11 +6,8 @@ Entities are decoded and whitespace collapsed; ``og:title``/``twitter:title``
 are used when the page has no ``<title>``. Emits ``{"type": "Snapshot",
 "title": ...}`` and writes ``title.txt``.
 """
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _lib import hooklib as H  # noqa: E402
+from archivebox import pluginkit as H
 
 PLUGIN = "title"
 MAX_TITLE = 1024

@@ -14,8 +14,7 @@ The ArchiveResult's ``output_str`` is the relative path of the main file.
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from _lib import hooklib as H  # noqa: E402
+from archivebox import pluginkit as H
 
 PLUGIN = "wget"
 

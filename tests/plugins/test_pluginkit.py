@@ -1,4 +1,4 @@
-"""Unit tests of the shared hook helper module (archivebox/plugins/_lib/hooklib.py)."""
+"""Unit tests of the hook kit (archivebox/pluginkit), against real servers and processes."""
 import gzip
 import os
 import socket
@@ -10,11 +10,10 @@ import time
 import psutil
 import pytest
 
-from plugintools import PLUGINS_DIR, wait_until
+from plugintools import wait_until
 from localsite import closed_port
 
-sys.path.insert(0, PLUGINS_DIR)
-from _lib import hooklib as H  # noqa: E402
+from archivebox import pluginkit as H
 
 
 # --------------------------------------------------------------------------- argv / env
@@ -292,7 +291,7 @@ def test_run_cmd_output_and_exit_code(tmp_path):
 def test_sigterm_handler_kills_children(tmp_path):
     marker = f"sigterm-marker-{time.monotonic_ns()}"
     code = (
-        "import sys; sys.path.insert(0, sys.argv[1]); from _lib import hooklib as H\n"
+        "import sys; from archivebox import pluginkit as H\n"
         "H.install_sigterm_handler()\n"
         "try:\n"
         "    H.run_cmd(['sh', '-c', 'sleep 60; echo ' + sys.argv[2]], timeout=60)\n"
@@ -300,7 +299,7 @@ def test_sigterm_handler_kills_children(tmp_path):
         "    open(sys.argv[3], 'w').write('cleaned up')\n"
     )
     flag = tmp_path / "flag"
-    proc = subprocess.Popen([sys.executable, "-I", "-c", code, PLUGINS_DIR, marker, str(flag)])
+    proc = subprocess.Popen([sys.executable, "-I", "-c", code, "-", marker, str(flag)])
     try:
         wait_until(lambda: _pids_matching(marker, exclude=(proc.pid,)), timeout=10, message="child to start")
         proc.terminate()
@@ -325,13 +324,13 @@ def test_which(tmp_path, monkeypatch):
 
 def test_arm_timeout_exits_non_zero():
     code = (
-        "import sys; sys.path.insert(0, sys.argv[1]); from _lib import hooklib as H\n"
+        "import sys; from archivebox import pluginkit as H\n"
         "H.arm_timeout(1, 'busy work')\n"
         "while True:\n"
         "    sum(range(1000))\n"
     )
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-I", "-c", code, PLUGINS_DIR], capture_output=True, timeout=20)
+    proc = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, timeout=20)
     assert proc.returncode == 1
     assert b"busy work timed out after 1s" in proc.stderr
     assert proc.stdout == b""

@@ -1,0 +1,221 @@
+"""HTTP GET for hooks, through the standard library's ``urllib.request``.
+
+:func:`fetch` adds what a hook needs on top of ``urlopen``: redirects followed by hand
+(each hop recorded, at most ``max_redirects``), one overall deadline (connect, headers
+and a slowly dripping body together), a size cap on the body (``truncated`` tells),
+gzip/deflate bodies decoded, and every HTTP status returned as a :class:`Response`
+(4xx/5xx included: the hook decides). Network failures (DNS, refused, reset, TLS,
+garbage responses, the deadline) raise :class:`FetchError`. Proxies come from the usual
+``http_proxy``/``https_proxy``/``no_proxy`` variables.
+
+Which HTTP errors are worth retrying is :func:`is_transient_status`.
+"""
+
+from .env import DEFAULT_USER_AGENT
+
+DEFAULT_MAX_BYTES = 50 * 1024 * 1024
+MAX_REDIRECTS = 10
+CHUNK = 64 * 1024
+
+
+class FetchError(OSError):
+    """A network-level failure (DNS, refused, reset, timeout, TLS, bad response)."""
+
+
+class Response:
+    """One HTTP response: final URL, status, headers (in received order), body."""
+
+    __slots__ = ("url", "status", "reason", "headers", "body", "truncated", "redirects")
+
+    def __init__(self, url, status, reason, headers, body, truncated, redirects):
+        self.url = url
+        self.status = status
+        self.reason = reason
+        self.headers = headers  # list of (name, value) in received order
+        self.body = body
+        self.truncated = truncated
+        self.redirects = redirects  # list of (status, url) hops before the final URL
+
+    def header(self, name, default=None):
+        name = name.lower()
+        for key, value in self.headers:
+            if key.lower() == name:
+                return value
+        return default
+
+    @property
+    def content_type(self):
+        return self.header("content-type")
+
+    @property
+    def status_text(self):
+        return f"{self.status} {self.reason}".strip()
+
+    def headers_dict(self):
+        """Headers as a dict; repeated headers are joined with ', '."""
+        result = {}
+        for key, value in self.headers:
+            result[key] = f"{result[key]}, {value}" if key in result else value
+        return result
+
+
+def is_transient_status(status):
+    """HTTP statuses worth retrying later: 408, 425, 429 and every 5xx (the server may recover)."""
+    return status in (408, 425, 429) or 500 <= status <= 599
+
+
+def fetch(url, timeout=30, max_bytes=DEFAULT_MAX_BYTES, user_agent=None, read_body=True,
+          check_ssl=True, max_redirects=MAX_REDIRECTS, accept="*/*"):
+    """GET ``url`` following redirects, within ``timeout`` seconds in total.
+
+    Returns a :class:`Response` for any HTTP status (4xx/5xx included); the
+    body is capped at ``max_bytes`` (``truncated`` tells). Raises
+    :class:`FetchError` on network errors and when the deadline passes.
+    ``check_ssl=False`` accepts any TLS certificate.
+    """
+    import time
+    from urllib.parse import urljoin
+    deadline = time.monotonic() + timeout
+    opener = _opener(check_ssl)
+    redirects = []
+    current = url
+    while True:
+        resp = _fetch_once(opener, current, deadline, max_bytes, user_agent or DEFAULT_USER_AGENT,
+                           read_body, accept)
+        location = resp.header("location")
+        if resp.status in (301, 302, 303, 307, 308) and location:
+            if len(redirects) >= max_redirects:
+                raise FetchError(f"too many redirects (>{max_redirects})")
+            redirects.append((resp.status, current))
+            nxt = urljoin(current, location.strip())
+            if not nxt.lower().startswith(("http://", "https://")):
+                raise FetchError(f"redirect to unsupported URL {nxt!r}")
+            current = nxt.split("#", 1)[0]
+            continue
+        resp.redirects = redirects
+        return resp
+
+
+def _opener(check_ssl):
+    """A urllib opener that returns every response as is (no redirects, no HTTPError)."""
+    import ssl
+    import urllib.request
+
+    class Passthrough(urllib.request.HTTPErrorProcessor):
+        def http_response(self, request, response):
+            return response
+
+        https_response = http_response
+
+    ctx = ssl.create_default_context()
+    if not check_ssl:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=ctx), Passthrough())
+    return opener
+
+
+def _request_url(url):
+    """``url`` as it goes on the wire: IDNA host, percent-encoded path and query, no fragment."""
+    from urllib.parse import quote, urlsplit, urlunsplit
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as err:
+        raise FetchError(f"invalid URL {url!r}: {err}") from None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        raise FetchError(f"unsupported URL {url!r}")
+    host = parts.hostname
+    try:
+        host = host.encode("ascii").decode()
+    except UnicodeEncodeError:
+        try:
+            host = host.encode("idna").decode()
+        except UnicodeError as err:
+            raise FetchError(f"invalid host name in {url!r}: {err}") from None
+    netloc = f"[{host}]" if ":" in host else host
+    if port is not None:
+        netloc += f":{port}"
+    path = quote(parts.path or "/", safe="/%:@!$&'()*+,;=~-._")
+    query = quote(parts.query, safe="/%:@!$&'()*+,;=?~-._")
+    return urlunsplit((scheme, netloc, path, query, ""))
+
+
+def _fetch_once(opener, url, deadline, max_bytes, user_agent, read_body, accept):
+    import http.client
+    import time
+    import urllib.error
+    import urllib.request
+
+    def remaining():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise FetchError(f"timed out fetching {url}")
+        return left
+
+    request = urllib.request.Request(_request_url(url), headers={
+        "User-Agent": user_agent, "Accept": accept, "Accept-Encoding": "gzip, identity"})
+    try:
+        with opener.open(request, timeout=remaining()) as raw:
+            status = raw.status
+            reason = raw.reason or _phrase(status)
+            headers = list(raw.headers.items())
+            body, truncated = b"", False
+            if read_body and status not in (204, 304):  # these never have a body
+                body, truncated = _read_body(raw, max_bytes, remaining)
+                encoding = (raw.headers.get("content-encoding") or "").strip().lower()
+                if encoding in ("gzip", "x-gzip", "deflate") and body:
+                    body = _decompress(body, encoding, max_bytes)
+    except FetchError:
+        raise
+    except http.client.BadStatusLine as err:
+        raise FetchError(f"invalid HTTP status line {str(err)[:80]!r} ({url})") from None
+    except urllib.error.URLError as err:
+        reason = err.reason
+        if isinstance(reason, TimeoutError):
+            raise FetchError(f"timed out fetching {url}") from None
+        raise FetchError(f"{type(reason).__name__}: {reason} ({url})") from None
+    except TimeoutError:
+        raise FetchError(f"timed out fetching {url}") from None
+    except (OSError, http.client.HTTPException) as err:
+        raise FetchError(f"{type(err).__name__}: {err} ({url})") from None
+    return Response(url, status, reason, headers, body, truncated, [])
+
+
+def _phrase(status):
+    from http import HTTPStatus
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
+def _read_body(raw, max_bytes, remaining):
+    """Read at most ``max_bytes``, checking the deadline between reads (a dripping body)."""
+    import http.client
+    body = bytearray()
+    while len(body) <= max_bytes:
+        remaining()
+        try:
+            chunk = raw.read1(min(CHUNK, max_bytes + 1 - len(body)))
+        except http.client.IncompleteRead as err:  # the server closed before Content-Length
+            body += err.partial
+            return bytes(body[:max_bytes]), True
+        if not chunk:
+            return bytes(body), False
+        body += chunk
+    return bytes(body[:max_bytes]), True
+
+
+def _decompress(body, encoding, max_bytes):
+    import zlib
+    wbits = 16 + zlib.MAX_WBITS if "gzip" in encoding else zlib.MAX_WBITS
+    try:
+        obj = zlib.decompressobj(wbits)
+        return obj.decompress(body, max_bytes)
+    except zlib.error:
+        try:
+            return zlib.decompressobj(-zlib.MAX_WBITS).decompress(body, max_bytes)
+        except zlib.error as err:
+            raise FetchError(f"could not decompress response body: {err}") from None
