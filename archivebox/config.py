@@ -32,12 +32,20 @@ def resolve_data_dir(environ: Mapping[str, str] | None = None) -> Path:
 def read_config_file(data_dir: Path) -> dict[str, str]:
     """Flatten every section of ``ArchiveBox.conf`` into one upper-case key space."""
     path = data_dir / CONFIG_FILENAME
-    if not path.exists():
+    try:
+        raw = path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
         return {}
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read config file: {err.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{path}: not UTF-8 text: byte 0x{raw[err.start]:02x} at offset {err.start}") from None
     parser = configparser.ConfigParser(interpolation=None)
     parser.optionxform = str
     try:
-        parser.read(path, encoding="utf-8")
+        parser.read_string(text, source=str(path))
     except configparser.Error as err:
         raise ConfigError(f"{path}: cannot parse config file: {err}".splitlines()[0]) from err
     values: dict[str, str] = {}

@@ -11,10 +11,10 @@ import os
 import secrets
 import sys
 from pathlib import Path
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from archivebox import tuning
-from archivebox.config import ConfigError, EngineConfig, parse_bool, read_config_file, resolve_data_dir
+from archivebox.config import ConfigError, EngineConfig, parse_bool, parse_number, read_config_file, resolve_data_dir
 
 DATA_DIR: Path = resolve_data_dir()
 ENGINE: EngineConfig = EngineConfig.from_env(data_dir=DATA_DIR)
@@ -52,10 +52,26 @@ def require_psycopg() -> None:
                           "pip install 'archivebox[postgres]' (or psycopg[binary])") from None
 
 
+def read_only(data_dir: Path) -> bool:
+    """A collection on a read-only mount (or a folder this user may not write): it can
+    still be looked at (status, list, search), through read-only SQLite connections."""
+    return data_dir.is_dir() and (data_dir / "index.sqlite3").is_file() and not os.access(data_dir, os.W_OK)
+
+
+def sqlite_database(path: Path, read_only: bool = False) -> dict:
+    """A Django entry for an SQLite file; read-only opens it immutable (SQLite then needs
+    neither a lock nor the WAL's shared-memory file, which it could not create)."""
+    if read_only:
+        options = {**SQLITE_OPTIONS, "init_command": "PRAGMA query_only=ON;"}
+        return {"ENGINE": SQLITE_ENGINE, "NAME": f"file:{quote(str(path))}?mode=ro&immutable=1", "OPTIONS": options,
+                "CONN_MAX_AGE": None, "TEST": {"NAME": None}}
+    return {"ENGINE": SQLITE_ENGINE, "NAME": str(path), "OPTIONS": dict(SQLITE_OPTIONS), "CONN_MAX_AGE": None}
+
+
 def database_from_url(url: str, data_dir: Path) -> dict:
     """Translate ``DATABASE_URL`` into a Django ``DATABASES`` entry."""
     if not url:
-        return {"ENGINE": SQLITE_ENGINE, "NAME": str(data_dir / "index.sqlite3"), "OPTIONS": dict(SQLITE_OPTIONS), "CONN_MAX_AGE": None}
+        return sqlite_database(data_dir / "index.sqlite3", READ_ONLY)
     parts = urlsplit(url)
     if parts.scheme == "sqlite":
         if parts.netloc:
@@ -63,7 +79,7 @@ def database_from_url(url: str, data_dir: Path) -> dict:
         # sqlite:///relative.db -> relative to DATA_DIR; sqlite:////abs/path.db -> absolute
         name = Path(unquote(parts.path)[1:])
         target = name if name.is_absolute() else data_dir / name
-        return {"ENGINE": SQLITE_ENGINE, "NAME": str(target), "OPTIONS": dict(SQLITE_OPTIONS), "CONN_MAX_AGE": None}
+        return sqlite_database(target, READ_ONLY)
     if parts.scheme in ("postgres", "postgresql"):
         require_psycopg()
         # A server that cannot be reached fails a connection attempt after this many seconds
@@ -87,16 +103,68 @@ def _secret_key(data_dir: Path) -> str:
     """``SECRET_KEY``, else the collection's ``.secret_key`` (written by init), else a per-process key."""
     if os.environ.get("SECRET_KEY"):
         return os.environ["SECRET_KEY"]
+    path = data_dir / ".secret_key"
     try:
-        return (data_dir / ".secret_key").read_text().strip()
-    except OSError:
-        return secrets.token_urlsafe(48)
+        return path.read_text().strip()
+    except FileNotFoundError:
+        return secrets.token_urlsafe(48)  # not a collection yet: `init` writes the file
+    except OSError as err:
+        # A random key here would log everyone out and break signed links at each restart.
+        raise ConfigError(f"{path}: cannot read the collection's secret key: {err.strerror}") from None
 
 
 SECRET_KEY = _secret_key(DATA_DIR)
 DEBUG = parse_bool("DEBUG", os.environ.get("DEBUG", "false"))
-ALLOWED_HOSTS = [h.strip() for h in os.environ.get("ALLOWED_HOSTS", "*").split(",") if h.strip()]
-CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
+
+
+def setting(key: str, default: str = "") -> str:
+    """A web setting: the environment, else ``ArchiveBox.conf``, else ``default``."""
+    return os.environ.get(key, CONFIG_FILE_VALUES.get(key, default)).strip()
+
+
+def setting_list(key: str, default: str = "") -> list[str]:
+    return [part.strip() for part in setting(key, default).split(",") if part.strip()]
+
+
+# Host names the server answers to. Not "*": a page on another site could otherwise reach a
+# server bound to 127.0.0.1 by DNS rebinding. `archivebox server` adds the address it binds
+# (see archivebox.web.server.allowed_hosts) unless ALLOWED_HOSTS is set.
+ALLOWED_HOSTS_SET = bool(setting("ALLOWED_HOSTS"))
+ALLOWED_HOSTS = setting_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
+CSRF_TRUSTED_ORIGINS = setting_list("CSRF_TRUSTED_ORIGINS")
+
+# The app takes no uploads: a request body larger than this is refused (waitress stops
+# reading at MAX_REQUEST_BODY_SIZE, Django at DATA_UPLOAD_MAX_MEMORY_SIZE).
+MAX_REQUEST_BODY_SIZE = int(parse_number("MAX_REQUEST_BODY_SIZE", setting("MAX_REQUEST_BODY_SIZE", str(1024 * 1024)), int, 1024))
+DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BODY_SIZE
+FILE_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BODY_SIZE
+
+# HTTPS deployments (behind a TLS-terminating proxy, or not): see docs/scaling.md.
+SECURE_SSL_REDIRECT = parse_bool("SECURE_SSL_REDIRECT", setting("SECURE_SSL_REDIRECT", "false"))
+SECURE_HSTS_SECONDS = int(parse_number("SECURE_HSTS_SECONDS", setting("SECURE_HSTS_SECONDS", "0"), int, 0))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = parse_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", setting("SECURE_HSTS_INCLUDE_SUBDOMAINS", "false"))
+SECURE_HSTS_PRELOAD = parse_bool("SECURE_HSTS_PRELOAD", setting("SECURE_HSTS_PRELOAD", "false"))
+SESSION_COOKIE_SECURE = parse_bool("SESSION_COOKIE_SECURE", setting("SESSION_COOKIE_SECURE", "false"))
+CSRF_COOKIE_SECURE = parse_bool("CSRF_COOKIE_SECURE", setting("CSRF_COOKIE_SECURE", "false"))
+# Trust X-Forwarded-Proto from the proxy in front ("true"): only behind a proxy that sets it.
+if parse_bool("SECURE_PROXY_SSL_HEADER", setting("SECURE_PROXY_SSL_HEADER", "false")):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# The proxy whose X-Forwarded-Proto/-For `archivebox server` (waitress) believes: its address,
+# or "*" for any (inside a container network). Others' such headers are dropped.
+TRUSTED_PROXY = setting("TRUSTED_PROXY", "127.0.0.1" if globals().get("SECURE_PROXY_SSL_HEADER") else "")
+SECURE_REDIRECT_EXEMPT = [r"^health/$"]  # the container's health probe speaks plain HTTP to 127.0.0.1
+SESSION_COOKIE_HTTPONLY = True
+# Nothing is framed but archived files in the snapshot page (their view allows its own origin).
+X_FRAME_OPTIONS = "DENY"
+
+# Failed logins are throttled (django-axes): after AXES_FAILURE_LIMIT failures from one
+# address for one user name, that pair is locked out for AXES_COOLOFF_MINUTES.
+AXES_FAILURE_LIMIT = int(parse_number("AXES_FAILURE_LIMIT", setting("AXES_FAILURE_LIMIT", "5"), int, 1))
+AXES_COOLOFF_TIME = float(parse_number("AXES_COOLOFF_MINUTES", setting("AXES_COOLOFF_MINUTES", "15"), float, 0)) / 60
+AXES_LOCKOUT_PARAMETERS = [["ip_address", "username"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -105,6 +173,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "axes",
     "bx_django_utils",
     "huey_monitor",
     "archivebox.core",
@@ -120,6 +189,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes asks
 ]
 
 ROOT_URLCONF = "archivebox.urls"
@@ -138,6 +208,7 @@ TEMPLATES = [
     },
 ]
 
+READ_ONLY: bool = read_only(DATA_DIR)
 DATABASES = {"default": database_from_url(os.environ.get("DATABASE_URL", "").strip(), DATA_DIR)}
 
 
@@ -146,7 +217,7 @@ if DATABASES["default"]["ENGINE"] == SQLITE_ENGINE:
 # The task monitor writes a row per Huey signal: on SQLite it gets a file of its own, so
 # its writes never wait on the app's write lock (archivebox.web.dbrouter routes it there).
 if DATABASES["default"]["ENGINE"] == SQLITE_ENGINE:
-    DATABASES["monitor"] = {**DATABASES["default"], "NAME": str(DATA_DIR / "monitor.sqlite3"), "OPTIONS": dict(SQLITE_OPTIONS)}
+    DATABASES["monitor"] = sqlite_database(DATA_DIR / "monitor.sqlite3", READ_ONLY)
 DATABASE_ROUTERS = ["archivebox.web.dbrouter.MonitorRouter"]
 TASK_MONITOR = parse_bool("TASK_MONITOR", os.environ.get("TASK_MONITOR", CONFIG_FILE_VALUES.get("TASK_MONITOR", "true")))
 # huey.contrib.djhuey (imported by django-huey-monitor) builds a Huey from this setting. Our

@@ -7,11 +7,13 @@ Each subcommand lives in its own module with ``register(subparsers)`` and
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import logging
 import os
 import sys
 
+from django.conf import settings
 from django.db import DatabaseError
 
 from archivebox import __version__, boot
@@ -20,6 +22,8 @@ from archivebox.config import ConfigError, resolve_data_dir
 logger = logging.getLogger(__name__)
 
 COMMANDS = ["init", "add", "status", "list", "update", "worker", "server", "purge", "manage", "search"]
+# Commands that change the collection: refused at once on a read-only one.
+WRITING_COMMANDS = {"init", "add", "update", "worker", "server", "purge"}
 
 
 class CommandError(Exception):
@@ -62,7 +66,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=os.environ.get("CLI_LOG_LEVEL", "WARNING").upper(), format="%(levelname)s %(name)s: %(message)s")
     try:
+        if command in WRITING_COMMANDS and settings.READ_ONLY:
+            raise CommandError(f"the collection in {settings.DATA_DIR} is read-only (a read-only mount, or a folder this "
+                               f"user may not write): `{command}` changes it; status, list and search still work")
         code = args.module.run(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (`archivebox list | head`): nothing left to say to anyone.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except CommandError as err:
         print(f"archivebox {args.command}: error: {err}", file=sys.stderr)
         code = err.code
@@ -71,8 +84,15 @@ def main(argv: list[str] | None = None) -> int:
         code = 130
     except DatabaseError as err:
         logger.debug("database error", exc_info=True)
-        print(f"archivebox {args.command}: error: database: {_first_line(err)} "
-              f"(if the collection is older than this version, run `archivebox init`)", file=sys.stderr)
+        print(f"archivebox {args.command}: error: {database_problem(err, args.command)}", file=sys.stderr)
+        code = 1
+    except OSError as err:
+        logger.debug("OS error", exc_info=True)
+        if err.errno in (errno.ENOSPC, errno.EDQUOT):
+            print(f"archivebox {args.command}: error: disk full: {err.filename or settings.DATA_DIR}", file=sys.stderr)
+        else:
+            print(f"archivebox {args.command}: error: {err.strerror or _first_line(err)}: {err.filename or settings.DATA_DIR}",
+                  file=sys.stderr)
         code = 1
     except Exception as err:
         # A bug, not bad input: still one line for the user, the traceback at DEBUG level.
@@ -80,8 +100,28 @@ def main(argv: list[str] | None = None) -> int:
         print(f"archivebox {args.command}: error: unexpected {type(err).__name__}: {_first_line(err)} "
               f"(set LOG_LEVEL=DEBUG for the traceback)", file=sys.stderr)
         code = 1
-    sys.stdout.flush()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return code
+
+
+# A database error whose text says the schema is behind this version: `init` upgrades it.
+OUTDATED_SCHEMA = ("no such table", "no such column", "does not exist", "has no column")
+
+
+def database_problem(err: DatabaseError, command: str) -> str:
+    """One line for a database error, with the hint that fits it (and no hint when none does)."""
+    text = _first_line(err)
+    lowered = text.lower()
+    if "disk is full" in lowered or "no space left" in lowered:
+        return f"disk full: {settings.DATA_DIR} (the work is kept: it continues once there is space)"
+    if "readonly database" in lowered or "read-only" in lowered:
+        return f"the collection in {settings.DATA_DIR} is read-only: {text}"
+    if command != "init" and any(marker in lowered for marker in OUTDATED_SCHEMA):
+        return f"database: {text} (if the collection is older than this version, run `archivebox init`)"
+    return f"database: {text}"
 
 
 def _first_line(err: BaseException) -> str:

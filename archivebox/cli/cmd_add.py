@@ -87,8 +87,10 @@ def run(args) -> int:
     if not urls:
         raise CommandError("no valid URL to add" if errors else "no URL given (pass URLs, --file, or pipe them on stdin)", code=2)
     crawl_config = parse_config(args.config)
+    plugins = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
     try:
-        catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).validate(layers(crawl_config=crawl_config, file_values=settings.CONFIG_FILE_VALUES))
+        plugins.check_keys(crawl_config)
+        plugins.validate(layers(crawl_config=crawl_config, file_values=settings.CONFIG_FILE_VALUES))
     except ConfigError as err:
         raise CommandError(f"invalid config: {err}", code=2) from None
     tags = ",".join(t.strip() for value in args.tag for t in value.split(",") if t.strip())

@@ -8,7 +8,9 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.management import call_command
 
+from archivebox.cli import CommandError
 from archivebox.cli.common import setup_django
+from archivebox.cli.permissions import tighten
 from archivebox.config import CONFIG_FILENAME
 
 CONFIG_TEMPLATE = """# ArchiveBox configuration for this collection.
@@ -28,6 +30,17 @@ def register(parser) -> None:
 
 def run(args) -> int:
     setup_django(require_init=False)
+    try:
+        create(settings.DATA_DIR)
+    except OSError as err:
+        raise CommandError(f"cannot create the collection in {settings.DATA_DIR}: {err.strerror} ({err.filename or settings.DATA_DIR})") from None
+    if not args.quiet:
+        print(f"Initialized ArchiveBox collection in {settings.DATA_DIR}")
+    return 0
+
+
+def create(data_dir) -> None:
+    """The collection's folders, config file, secret key and databases (each kept if present)."""
     for folder in (settings.ARCHIVE_DIR, settings.LOGS_DIR, settings.QUEUE_DIR, settings.DATA_DIR / "plugins"):
         folder.mkdir(parents=True, exist_ok=True)
     config_file = settings.DATA_DIR / CONFIG_FILENAME
@@ -40,6 +53,4 @@ def run(args) -> int:
     # Every database: the app's, and the task monitor's own file when the app DB is SQLite.
     for alias in settings.DATABASES:
         call_command("migrate", database=alias, verbosity=0, interactive=False)
-    if not args.quiet:
-        print(f"Initialized ArchiveBox collection in {settings.DATA_DIR}")
-    return 0
+    tighten(data_dir)

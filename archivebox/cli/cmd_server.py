@@ -14,12 +14,14 @@ import threading
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.db import connections
+from django.db.migrations.executor import MigrationExecutor
 
 from archivebox.cli import CommandError
 from archivebox.cli.cmd_worker import pool_sizes
 from archivebox.cli.common import setup_django
 from archivebox.pools import EmbeddedWorkers
-from archivebox.web.server import BadAddress, WebServer, parse_bind
+from archivebox.web.server import BadAddress, WebServer, allowed_hosts, parse_bind
 
 
 def register(parser) -> None:
@@ -42,10 +44,15 @@ def run(args) -> int:
         if getattr(args, name) < 1:
             raise CommandError(f"--{name} must be at least 1, got {getattr(args, name)}", code=2)
     setup_django()
+    if not settings.ALLOWED_HOSTS_SET:
+        settings.ALLOWED_HOSTS = allowed_hosts(host)
     # The monitor's own database file may be newer than the collection: create its tables.
     for alias in settings.DATABASES:
         if alias != "default":
             call_command("migrate", database=alias, verbosity=0, interactive=False)
+    executor = MigrationExecutor(connections["default"])
+    if executor.migration_plan(executor.loader.graph.leaf_nodes()):
+        raise CommandError(f"the collection in {settings.DATA_DIR} is older than this version: run `archivebox init` to upgrade it")
     try:
         web = WebServer(host, port, threads=args.threads)
     except OSError as err:

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from archivebox.cli.common import setup_django
+from archivebox.cli.permissions import exposed
 from archivebox.cli.progress import by_status
 from archivebox.core.models import ArchiveResult, Crawl, Lease, Process, Snapshot
 from archivebox.web.health import POOLS, liveness
@@ -44,6 +45,7 @@ def gather() -> dict:
     report["workers"] = [{**w, "pool": pool, "alive": True} for pool, ws in report["pools"].items() for w in ws] + \
                         [{**w, "alive": False} for w in report["stale_workers"]]
     report["busy_slots"] = Lease.objects.filter(key__startswith="slot:", expires_at__gte=now).count()
+    report["readable_by_others"] = exposed(settings.DATA_DIR)
     return report
 
 
@@ -68,6 +70,9 @@ def format_report(report: dict) -> str:
     if report["stale_workers"]:
         lines.append(_row("Stale workers", f"{len(report['stale_workers'])} (heartbeat expired; the loop closes their rows)"))
     lines.append(_row("Busy slots", str(report["busy_slots"])))
+    if report["readable_by_others"]:
+        lines.append(f"Warning: other local users can read {', '.join(report['readable_by_others'])}: "
+                     f"run `archivebox init` to make them private (chmod 700 the folder, 600 the files)")
     if not report["healthy"]:
         lines.append("Not all of orchestrator, ticks pool and side-effects pool are alive: run `archivebox worker` or "
                      "`archivebox server`, or `huey_consumer archivebox.pools.ticks` and `huey_consumer archivebox.pools.sideeffects`.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import uuid
 from pathlib import Path
+from urllib.parse import unquote
 
 from django.conf import settings
 from django.db import DatabaseError, connection
@@ -27,7 +28,7 @@ def setup_django(require_init: bool = True) -> None:
 def is_initialized() -> bool:
     """True if the app DB has our tables; a DB that cannot be reached is an error, not "no"."""
     database = settings.DATABASES["default"]
-    if database["ENGINE"].endswith("sqlite3") and not Path(database["NAME"]).is_file():
+    if database["ENGINE"].endswith("sqlite3") and not sqlite_path(database).is_file():
         return False  # don't let the check itself create an empty index file
     try:
         recorder = MigrationRecorder(connection)
@@ -36,9 +37,15 @@ def is_initialized() -> bool:
         raise CommandError(f"cannot open the database: {first_line(err)}") from None
 
 
+def sqlite_path(database: dict) -> Path:
+    """The file of an SQLite entry, whether named by path or (read-only) by ``file:`` URI."""
+    name = database["NAME"]
+    return Path(unquote(name[len("file:"):].partition("?")[0])) if name.startswith("file:") else Path(name)
+
+
 def database_name() -> str:
     database = settings.DATABASES["default"]
-    return database["NAME"] if database["ENGINE"].endswith("sqlite3") else f"database {database['NAME']!r}"
+    return str(sqlite_path(database)) if database["ENGINE"].endswith("sqlite3") else f"database {database['NAME']!r}"
 
 
 def first_line(err: BaseException) -> str:

@@ -7,11 +7,12 @@ changed, by mtime, and the process-wide catalog looks at most once a second: tic
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -109,6 +110,25 @@ class PluginCatalog:
     def timeout(self, plugin: str, layers: Sequence[Mapping[str, Any]]) -> int:
         key = plugin_config.timeout_key(plugin)
         return int(plugin_config.resolve_key(key, self.schema(plugin)[key], layers))
+
+    def known_keys(self) -> set[str]:
+        """Every key a crawl's config may set: the global keys and each plugin's keys with
+        their aliases."""
+        keys = set(plugin_config.GLOBAL_SCHEMA)
+        for schema in self._current().schemas.values():
+            for key, spec in schema.items():
+                keys.add(key)
+                keys.update(spec.get("x-aliases") or ())
+        return keys
+
+    def check_keys(self, keys: Iterable[str]) -> None:
+        """Raise ConfigError naming the first unknown key and the nearest known one."""
+        known = self.known_keys()
+        for key in keys:
+            if key not in known:
+                near = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+                hint = f" (did you mean {near[0]}?)" if near else ""
+                raise ConfigError(f"unknown config key {key}{hint}")
 
     def validate(self, layers: Sequence[Mapping[str, Any]]) -> None:
         """Raise ConfigError (naming the key) if any enabled plugin's value is invalid."""

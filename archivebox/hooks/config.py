@@ -205,11 +205,17 @@ def url_filter(layers: Sequence[Mapping[str, Any]]) -> Callable[[str], bool]:
     return lambda url: (allowed is None or bool(allowed.search(url))) and (denied is None or not denied.search(url))
 
 
+# The engine's own secrets: never handed to a hook, even one whose config.json names them
+# (a hook could read the whole index, or the queue, with them).
+ENGINE_SECRETS = frozenset({"DATABASE_URL", "REDIS_URL", "SECRET_KEY"})
+
+
 def to_env(values: Mapping[str, Any]) -> dict[str, str]:
-    """Render resolved values as environment variables (None values are left out)."""
+    """Render resolved values as environment variables (None values and the engine's own
+    secrets are left out)."""
     env = {}
     for key, value in values.items():
-        if value is None:
+        if value is None or key in ENGINE_SECRETS:
             continue
         if isinstance(value, bool):
             env[key] = "true" if value else "false"

@@ -55,9 +55,23 @@ def base_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     return {key: environ[key] for key in BASE_ENV_KEYS if key in environ}
 
 
+# The user-information part of a URL anywhere in a value: ``scheme://user:password@``.
+URL_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^\s/@:]*)(?P<password>:[^\s/@]*)?@")
+
+
+def mask_urls(value: str) -> str:
+    """``redis://:pw@host`` -> ``redis://:***@host``; a bare token (``https://tok@host``) -> ``***``."""
+    def mask(match: re.Match) -> str:
+        if match["password"] is not None:
+            return f"{match['scheme']}{match['user']}:***@"
+        return f"{match['scheme']}***@"
+    return URL_USERINFO.sub(mask, value)
+
+
 def redact(env: Mapping[str, str]) -> dict[str, str]:
-    """What is stored of a subprocess environment: everything but values of secret-looking keys."""
-    return {key: ("***" if SECRET_KEY.search(key) else value) for key, value in env.items()}
+    """What is stored of a subprocess environment: values of secret-looking keys are hidden,
+    and the credentials inside any URL-shaped value."""
+    return {key: ("***" if SECRET_KEY.search(key) else mask_urls(value)) for key, value in env.items()}
 
 
 def log_paths(process_id, make: bool = False) -> tuple[Path, Path]:

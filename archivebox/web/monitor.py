@@ -220,8 +220,8 @@ class SignalRecorder:
             self.dropped += len(events)
             level = logging.DEBUG if self._warned else logging.WARNING
             self._warned = True
-            logger.log(level, "task monitor: dropped %d signal(s), cannot write to database %r: %s "
-                       "(run `archivebox init` to create the monitor's tables)", len(events), using, err)
+            hint = " (run `archivebox init` to create the monitor's tables)" if "no such table" in str(err) else ""
+            logger.log(level, "task monitor: dropped %d signal(s), cannot write to database %r: %s%s", len(events), using, err, hint)
             connections[using].close()
             return 0
 

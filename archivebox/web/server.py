@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import logging
 import re
+import socket
 import threading
+
+import psutil
+from django.conf import settings
 
 from django.core.wsgi import get_wsgi_application
 from waitress import wasyncore
@@ -41,6 +45,28 @@ def parse_bind(value: str | None) -> tuple[str, int]:
     return (match["host"] or DEFAULT_HOST).strip("[]"), port
 
 
+WILDCARDS = ("0.0.0.0", "::", "")
+
+
+def allowed_hosts(bound_host: str) -> list[str]:
+    """The host names a server bound to ``bound_host`` answers to when ALLOWED_HOSTS is not
+    set: localhost, and the bound address; on a wildcard bind, this machine's names and
+    addresses (what a browser on the network would put in the Host header)."""
+    hosts = ["localhost", "127.0.0.1", "[::1]"]
+    if bound_host in WILDCARDS:
+        names = {socket.gethostname(), socket.getfqdn()}
+        names |= {addr.address.split("%")[0] for addrs in psutil.net_if_addrs().values() for addr in addrs
+                  if addr.family in (socket.AF_INET, socket.AF_INET6)}
+        candidates = sorted(names)
+    else:
+        candidates = [bound_host]
+    for host in candidates:
+        host = f"[{host}]" if ":" in host else host
+        if host and host not in hosts:
+            hosts.append(host)
+    return hosts
+
+
 class WebServer:
     """Binds at construction (so a busy port fails at once), serves after :meth:`start`."""
 
@@ -48,8 +74,11 @@ class WebServer:
         # The socket map is ours (``create_server``'s ``map`` argument), so stopping can close
         # every listening and client socket without reaching into the server.
         self.sockets: dict = {}
+        proxy = {"trusted_proxy": settings.TRUSTED_PROXY, "trusted_proxy_count": 1,
+                 "trusted_proxy_headers": {"x-forwarded-proto", "x-forwarded-for"}} if settings.TRUSTED_PROXY else {}
         self.server = create_server(get_wsgi_application(), map=self.sockets, host=host, port=port, threads=threads,
-                                    ident="archivebox", clear_untrusted_proxy_headers=True)
+                                    ident="archivebox", clear_untrusted_proxy_headers=True,
+                                    max_request_body_size=settings.MAX_REQUEST_BODY_SIZE, **proxy)
         self._thread = threading.Thread(target=self.server.run, name="http", daemon=True)
 
     @property

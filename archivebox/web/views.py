@@ -34,7 +34,16 @@ from archivebox.web.health import liveness
 
 logger = logging.getLogger(__name__)
 
-ARCHIVE_CSP = "sandbox allow-scripts"
+# Archived files run in a sandbox (an opaque origin: no cookies, no storage of ours, no
+# forms, no popups, no navigating the top window) and may load only from this server: a
+# saved page cannot send a beacon, a fetch, an image request or a websocket to anywhere
+# else (it could otherwise leak the signed link it was opened with).
+ARCHIVE_CSP = ("sandbox allow-scripts; default-src 'self' 'unsafe-inline' 'unsafe-eval' data: blob:; "
+               "form-action 'none'; base-uri 'self'; frame-ancestors 'self'")
+# The page that frames an archived document opened on its own (below).
+FRAME_CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+# Types a browser runs scripts in when opened as the top window.
+ACTIVE_TYPES = ("text/html", "application/xhtml+xml", "image/svg+xml", "text/xml", "application/xml")
 PAGE_SIZE = 50
 SNIFF_BYTES = 4096
 PREVIEW_NAMES = ("index.html", "output.html", "singlefile.html")
@@ -142,7 +151,16 @@ def archived_file_signed(request, snapshot_id: uuid.UUID, token: str, path: str 
     except files.Refused as err:
         logger.info("refused archive path %r of snapshot %s: %s", path, snapshot_id, err)
         raise Http404("no such file") from None
-    response = FileResponse(stream, content_type=content_type_of(target))
+    content_type = content_type_of(target)
+    if request.headers.get("Sec-Fetch-Dest") == "document" and content_type.split(";")[0] in ACTIVE_TYPES:
+        # Opened as the top window, a saved page could send that window elsewhere (a sandbox
+        # does not stop a document navigating itself): it is shown framed in a sandbox instead.
+        stream.close()
+        response = render(request, "web/archived_frame.html", {"src": request.get_full_path(), "name": target.name})
+        response["Content-Security-Policy"] = FRAME_CSP
+        response["Referrer-Policy"] = "no-referrer"
+        return response
+    response = FileResponse(stream, content_type=content_type)
     response["Content-Security-Policy"] = ARCHIVE_CSP
     response["X-Content-Type-Options"] = "nosniff"
     response["Referrer-Policy"] = "no-referrer"

@@ -220,3 +220,18 @@ def test_an_invalid_value_appearing_after_the_crawl_was_queued_fails_the_result_
     assert "Traceback" not in coll.log_text()
     [process] = coll.query("SELECT status, reason, exit_code, cmd FROM core_process WHERE kind='hook' AND label LIKE 'h_env/%'")
     assert process["status"] == "exited" and "H_ENV_COUNT" in process["reason"] and json.loads(process["cmd"]) == []
+
+
+def test_the_engines_secrets_never_reach_a_hook_and_urls_are_stored_without_credentials(tmp_path):
+    """A plugin that names DATABASE_URL/REDIS_URL/SECRET_KEY in its config.json gets none of
+    them; a URL with a password in a value it does get is stored masked in its Process row."""
+    coll = collection(tmp_path, "h_greedy")
+    url = "https://example.com/greedy"
+    coll.cli("add", "-c", "REDIS_URL=redis://:hunter2@127.0.0.1:1/0", "-c", "SECRET_KEY=engine-secret-key",
+             "-c", "DATABASE_URL=postgres://u:dbpass@127.0.0.1/x", "-c", "H_GREEDY_PROXY=http://proxyuser:proxypass@127.0.0.1:3128", url)
+    env = json.loads((snapshot_dir(coll, url) / "h_greedy" / "env.json").read_text())
+    assert not {"DATABASE_URL", "REDIS_URL", "SECRET_KEY"} & set(env)
+    assert env["H_GREEDY_PROXY"] == "http://proxyuser:proxypass@127.0.0.1:3128"  # the hook needs its own credentials
+    stored = coll.scalar("SELECT env FROM core_process WHERE kind='hook'")
+    assert "proxypass" not in stored and "hunter2" not in stored and "dbpass" not in stored
+    assert json.loads(stored)["H_GREEDY_PROXY"] == "http://proxyuser:***@127.0.0.1:3128"
