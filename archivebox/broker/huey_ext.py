@@ -6,8 +6,10 @@ The stock ``huey_consumer`` command runs our instances unchanged: it calls
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -21,6 +23,7 @@ from redis import ConnectionPool
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from archivebox.broker import repair
 from archivebox.broker.doorbell import Doorbell
 
 logger = logging.getLogger(__name__)
@@ -50,6 +53,29 @@ class DoorbellSqliteStorage(SqliteStorage):
         for statement in self.ddl:
             conn.execute(statement)
         return conn
+
+    @contextlib.contextmanager
+    def db(self, commit=False, close=False):
+        """Huey's connection block; a queue file found corrupted is moved aside and made again
+        (see :mod:`archivebox.broker.repair`) before the error goes on to the caller."""
+        try:
+            with super().db(commit, close) as cursor:
+                yield cursor
+        except sqlite3.DatabaseError as err:
+            if repair.is_corruption(err):
+                self.close()
+                repair.quarantine(Path(self.filename))
+            raise
+
+    def sql(self, query, params=None, commit=False, results=False):
+        """Huey's statement runner; after a corrupted queue file was replaced, the statement
+        runs once more, on the new file."""
+        try:
+            return super().sql(query, params, commit, results)
+        except sqlite3.DatabaseError as err:
+            if not repair.is_corruption(err):
+                raise
+            return super().sql(query, params, commit, results)
 
     # Huey wraps each write in "begin exclusive" ... "commit" and checks before it pops:
     # five statements per task taken. A single statement is atomic by itself in autocommit

@@ -19,12 +19,12 @@ from archivebox.cli import CommandError
 from archivebox.cli.common import at_least, read_lines, setup_django
 from archivebox.cli.progress import Progress, crawl_counts, pools_alive
 from archivebox.config import ConfigError
-from archivebox.core.models import ArchiveResult, Crawl
+from archivebox.core.models import ArchiveResult, Crawl, Machine
 from archivebox.core.urlcheck import InvalidURL, check_url
 from archivebox.core.urlinput import InputError, candidates
 from archivebox.hooks.catalog import catalog, layers
 from archivebox.pools import EmbeddedWorkers
-from archivebox.core import rowsql
+from archivebox.core import diskspace, rowsql
 from archivebox.tasks import registry
 from archivebox.tasks.dispatch import kick
 
@@ -104,10 +104,14 @@ def run(args) -> int:
     if args.bg:
         print(f"Queued crawl {crawl.pk}: {len(urls)} URL(s), depth {args.depth}. Workers will archive it (see `archivebox status`).")
         return 1 if errors else 0
-    finished = wait_for(crawl, args.workers)
+    outcome = wait_for(crawl, args.workers)
     crawl.refresh_from_db()
-    print_summary(crawl, finished)
-    if not finished:
+    print_summary(crawl, outcome == DONE)
+    if outcome == DISK_FULL:
+        print(f"archivebox add: error: disk full: {settings.DATA_DIR} (nothing is lost: the crawl stays queued and goes on "
+              f"with `archivebox worker`, or the next `archivebox add`, once there is space)", file=sys.stderr)
+        return 1
+    if outcome == INTERRUPTED:
         return 130
     return 1 if errors or crawl.status == "failed" else 0
 
@@ -119,24 +123,56 @@ def crawl_done(crawl_id) -> bool:
     return not ArchiveResult.objects.filter(crawl_id=crawl_id, retry_at__isnull=False).exists()
 
 
-def wait_for(crawl: Crawl, tick_workers: int) -> bool:
-    """Block until the crawl is final; run the pools here unless both already run elsewhere."""
+# While other pools do the work, how often `add` checks that they are still there.
+LIVENESS_EVERY = 1.0
+
+
+DONE, INTERRUPTED, DISK_FULL = "done", "interrupted", "disk full"
+# How long the pools in this process meet a full disk before `add` stops waiting for space.
+DISK_FULL_PATIENCE = 10.0
+
+
+def wait_for(crawl: Crawl, tick_workers: int) -> str:
+    """Block until the crawl is final (DONE), a signal stops us (INTERRUPTED) or the disk is
+    full (DISK_FULL). Pools running elsewhere do the work while they stay alive; when there
+    are none, or they go away while we wait, the pools run here."""
     progress = Progress(crawl, stream=sys.stderr)
     done = lambda: crawl_done(crawl.pk)  # noqa: E731
-    if pools_alive():
-        while not done():
-            progress.update()
-            time.sleep(0.25)
-        progress.finish()
-        return True
-    workers = EmbeddedWorkers(tick_workers=tick_workers, sideeffect_workers=16)
-    workers.start()
     try:
-        finished = workers.run_until(done, progress.update)
+        if wait_on_others(done, progress.update):
+            return DONE
+        workers = EmbeddedWorkers(tick_workers=tick_workers, sideeffect_workers=16)
+        workers.start()
+        try:
+            if workers.run_until(lambda: done() or disk_full(), progress.update):
+                return DISK_FULL if disk_full() and not done() else DONE
+            return INTERRUPTED
+        finally:
+            workers.stop(graceful=True)
+    except KeyboardInterrupt:
+        return INTERRUPTED
     finally:
         progress.finish()
-        workers.stop(graceful=True)
-    return finished
+
+
+def disk_full(now: float | None = None) -> bool:
+    since = diskspace.full_since()
+    return since is not None and (time.monotonic() if now is None else now) - since >= DISK_FULL_PATIENCE
+
+
+def wait_on_others(done, on_progress, poll: float = 0.25) -> bool:
+    """Wait while pools elsewhere (another process, another machine) are alive: True once
+    ``done()``, False as soon as they are not (or were not to begin with)."""
+    machine = Machine.current(settings.ENGINE.machine_id)
+    next_check = 0.0
+    while not done():
+        if time.monotonic() >= next_check:
+            if not pools_alive(machine):
+                return False
+            next_check = time.monotonic() + LIVENESS_EVERY
+        on_progress()
+        time.sleep(poll)
+    return True
 
 
 def print_summary(crawl: Crawl, finished: bool) -> None:

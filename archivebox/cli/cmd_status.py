@@ -11,6 +11,7 @@ import json
 from django.conf import settings
 from django.utils import timezone
 
+from archivebox.broker import repair
 from archivebox.cli.common import setup_django
 from archivebox.cli.permissions import exposed
 from archivebox.cli.progress import by_status
@@ -46,7 +47,14 @@ def gather() -> dict:
                         [{**w, "alive": False} for w in report["stale_workers"]]
     report["busy_slots"] = Lease.objects.filter(key__startswith="slot:", expires_at__gte=now).count()
     report["readable_by_others"] = exposed(settings.DATA_DIR)
+    report["queue_files"] = queue_files(settings.QUEUE_DIR)
     return report
+
+
+def queue_files(queue_dir) -> dict:
+    """SQLite queue files that are corrupted now, and those moved aside after they were."""
+    return {"corrupted": [f"{path}: {reason}" for path in sorted(queue_dir.glob("*.sqlite3")) if (reason := repair.check(path))],
+            "moved_aside": [str(path) for path in repair.quarantined(queue_dir)]}
 
 
 def _row(label: str, text: str) -> str:
@@ -70,6 +78,11 @@ def format_report(report: dict) -> str:
     if report["stale_workers"]:
         lines.append(_row("Stale workers", f"{len(report['stale_workers'])} (heartbeat expired; the loop closes their rows)"))
     lines.append(_row("Busy slots", str(report["busy_slots"])))
+    for problem in report["queue_files"]["corrupted"]:
+        lines.append(f"Warning: queue file {problem}: the next worker moves it aside and starts an empty one")
+    if report["queue_files"]["moved_aside"]:
+        lines.append(_row("Queue files", f"{len(report['queue_files']['moved_aside'])} corrupted one(s) moved aside and "
+                                         f"rebuilt, kept for a look: {', '.join(report['queue_files']['moved_aside'])}"))
     if report["readable_by_others"]:
         lines.append(f"Warning: other local users can read {', '.join(report['readable_by_others'])}: "
                      f"run `archivebox init` to make them private (chmod 700 the folder, 600 the files)")

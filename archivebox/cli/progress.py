@@ -10,7 +10,8 @@ from typing import TextIO
 from django.db.models import Count
 from django.utils import timezone
 
-from archivebox.core.models import ArchiveResult, Crawl, Process, Snapshot
+from archivebox.core.models import ArchiveResult, Crawl, Machine, Process, Snapshot
+from archivebox.process import runner
 
 BAR_WIDTH = 30
 SPINNER = "|/-\\"
@@ -42,10 +43,16 @@ def crawl_counts(crawl: Crawl) -> CrawlCounts:
     return CrawlCounts(by_status(Snapshot.objects.filter(crawl=crawl)), by_status(ArchiveResult.objects.filter(crawl=crawl)))
 
 
-def pools_alive() -> bool:
-    """True if a ticks pool and a side-effects pool with fresh heartbeats exist (any machine)."""
+def pools_alive(machine: Machine | None = None) -> bool:
+    """True if a ticks pool and a side-effects pool are alive: their heartbeat is fresh and,
+    for a worker of ``machine`` (this one), its process is still there (a worker killed a
+    moment ago keeps a fresh heartbeat until it expires)."""
     live = Process.objects.filter(kind=Process.Kind.WORKER, status="running", retry_at__gt=timezone.now())
-    return {"ticks", "sideeffects"} <= set(live.values_list("pool", flat=True))
+    pools = set()
+    for pool, machine_id, pid, pid_started in live.values_list("pool", "machine_id", "pid", "pid_started"):
+        if machine is None or machine_id != machine.pk or runner.is_running(pid, pid_started):
+            pools.add(pool)
+    return {"ticks", "sideeffects"} <= pools
 
 
 def progress_text(counts: CrawlCounts, elapsed: float) -> str:

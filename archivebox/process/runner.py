@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from archivebox.core.models import Machine, Process
 from archivebox.lifecycle import notify
-from archivebox.core import rowsql
+from archivebox.core import diskspace, rowsql
 from archivebox.transitions.cas import move
 
 logger = logging.getLogger(__name__)
@@ -259,7 +259,10 @@ def persistently(write: Callable[[], None], label: str, patience: float = RECORD
             connection.close()
             if time.monotonic() + pause > deadline:
                 raise
-            logger.warning("%s: cannot write to the database yet, retrying in %.1fs: %s", label, pause, err)
+            if diskspace.is_disk_full(err):
+                diskspace.report(label, settings.DATA_DIR)
+            else:
+                logger.warning("%s: cannot write to the database yet, retrying in %.1fs: %s", label, pause, err)
             time.sleep(pause)
             pause = min(pause * 2, 2.0)
 

@@ -18,7 +18,10 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+from django.conf import settings
 from django.db import connections
+
+from archivebox.core import diskspace
 
 logger = logging.getLogger(__name__)
 
@@ -93,8 +96,11 @@ class ThreadPool:
                 job, pooled.job = pooled.job, None
                 try:
                     job()
-                except BaseException:  # a job must not end the thread (it would stay listed as idle)
-                    logger.exception("%s: a job failed", self.name)
+                except BaseException as err:  # a job must not end the thread (it would stay listed as idle)
+                    if diskspace.is_disk_full(err):
+                        diskspace.report(f"a {self.name} job", settings.DATA_DIR)
+                    else:
+                        logger.exception("%s: a job failed", self.name)
                 finally:
                     for conn in connections.all(initialized_only=True):
                         conn.close_if_unusable_or_obsolete()  # a broken connection is not reused

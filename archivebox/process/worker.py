@@ -16,8 +16,9 @@ import time
 from collections.abc import Callable
 
 from django.conf import settings
-from django.db import close_old_connections, connections
+from django.db import DatabaseError, close_old_connections, connections
 
+from archivebox.core import diskspace
 from archivebox.core.models import Machine
 from archivebox.process import forkclient, registry
 from archivebox.process.sweep import sweep_workers
@@ -56,24 +57,37 @@ class WorkerListener:
                 if not registry.heartbeat(self.row, self.config.heartbeat_ttl):
                     logger.warning("%s pool: its Process row was closed by the loop; registering again", self.pool)
                     self.row = registry.register_worker(self.machine, self.row.label, self.config.heartbeat_ttl, pool=self.pool)
+                diskspace.recovered()  # a heartbeat is a write: if it went through, so will others
             if now >= self._next_sweep:
                 self._next_sweep = now + self.config.sweep_interval
                 self._sweep()
-        except Exception:
-            logger.exception("%s pool: heartbeat or sweep failed", self.pool)
+        except Exception as err:
+            if diskspace.is_disk_full(err):
+                diskspace.report(f"the {self.pool} pool", self.config.data_dir)
+            else:
+                logger.exception("%s pool: heartbeat or sweep failed", self.pool)
             close_old_connections()
 
     def on_stop(self, graceful: bool) -> None:
         """Close this worker's row; hooks still running now (a second signal cut the graceful
-        stop short) are killed, so none outlives its worker."""
+        stop short) are killed, so none outlives its worker. On a full disk each step still
+        runs (the processes are stopped); rows left unwritten are the next sweep's to close."""
         if self.row is None:
             return
         if self.stop_hooks is not None:
             with self._heartbeating():  # hooks may take HOOK_STOP_GRACE and more to wind down
-                self.stop_hooks(self.row, graceful)
-        forkclient.CLIENT.stop()
-        registry.close_worker(self.row, "stopped")
+                self._despite_full_disk(lambda: self.stop_hooks(self.row, graceful))
+        self._despite_full_disk(forkclient.CLIENT.stop)
+        self._despite_full_disk(lambda: registry.close_worker(self.row, "stopped"))
         logger.info("%s pool stopped", self.pool)
+
+    def _despite_full_disk(self, step: Callable[[], object]) -> None:
+        try:
+            step()
+        except DatabaseError as err:
+            if not diskspace.is_disk_full(err):
+                raise
+            diskspace.report(f"the {self.pool} pool, stopping", self.config.data_dir)
 
     @contextlib.contextmanager
     def _heartbeating(self):
@@ -84,8 +98,11 @@ class WorkerListener:
             try:
                 while not done.wait(self.config.heartbeat_interval):
                     registry.heartbeat(self.row, self.config.heartbeat_ttl)
-            except Exception:
-                logger.exception("%s pool: heartbeat while stopping failed", self.pool)
+            except Exception as err:
+                if diskspace.is_disk_full(err):
+                    diskspace.report(f"the {self.pool} pool, stopping", self.config.data_dir)
+                else:
+                    logger.exception("%s pool: heartbeat while stopping failed", self.pool)
             finally:
                 connections.close_all()
 

@@ -45,7 +45,7 @@ from django.utils import timezone
 
 from archivebox.broker import shutting_down
 from archivebox.config import ConfigError
-from archivebox.core import rowsql
+from archivebox.core import diskspace, rowsql
 from archivebox.core.models import ArchiveResult, Crawl, Machine, Process, Snapshot, Tag
 from archivebox.core.models.base import uuid7
 from archivebox.core.reads import find_hook, hook_of, owner_layers
@@ -191,6 +191,10 @@ def record_outcome(job: Attempt, row: Process, exit_code: int | None, reason: st
         outcome = report.to_json()
         if reason.startswith(runner.SHUTDOWN) or reason.startswith(GONE):
             outcome["interrupted"] = True  # not the hook's doing: run it again, uncounted
+        elif exit_code != 0 and diskspace.out_of_space(job.pwd, row.stderr_path):
+            # Nor is a full disk: run it again once there is space, uncounted.
+            diskspace.report(row.label, job.pwd)
+            outcome.update(interrupted=True, disk_full=True)
         closed.append(runner.finish(row, exit_code, reason, outcome, ended_at=ended_at))
         wake_rows(ArchiveResult, [job.result_id])
 

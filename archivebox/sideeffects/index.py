@@ -26,7 +26,7 @@ from django.db import DatabaseError
 from archivebox.core.models import ArchiveResult, Snapshot, Tag
 from archivebox.process.threadpool import ThreadPool, Timers
 from archivebox.sideeffects.queue import sideeffect
-from archivebox.core import rowsql
+from archivebox.core import diskspace, rowsql
 
 logger = logging.getLogger(__name__)
 
@@ -159,8 +159,11 @@ class Debouncer:
             self._pending.discard(snapshot_id)
         try:
             write_now(snapshot_id)
-        except (OSError, DatabaseError):
-            logger.exception("index of snapshot %s: trailing write failed", snapshot_id)
+        except (OSError, DatabaseError) as err:
+            if diskspace.is_disk_full(err):
+                diskspace.report(f"the index of snapshot {snapshot_id}", settings.DATA_DIR)
+            else:
+                logger.exception("index of snapshot %s: trailing write failed", snapshot_id)
 
     def forget(self, snapshot_id) -> None:
         with self._lock:

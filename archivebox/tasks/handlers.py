@@ -33,6 +33,8 @@ PUMP = dt.timedelta(seconds=5)
 HOOK_DEADLINE_GRACE = 30.0
 # How many attempts of one result may be interrupted (its worker stopped or died) without counting.
 MAX_INTERRUPTIONS = 20
+# A hook that failed on a full disk runs again (uncounted) after this long.
+DISK_FULL_BACKOFF = dt.timedelta(seconds=15)
 
 
 def seconds(value: float) -> dt.timedelta:
@@ -257,6 +259,8 @@ def judge_attempt(result: ArchiveResult, owner, now: dt.datetime, config: Engine
         return Go(target, {"output_str": output_str, "output_json": output_json})
     why = process.reason or (f"exit code {process.exit_code}" if process.exit_code is not None else "no exit code")
     if outcome.get("interrupted"):
+        if outcome.get("disk_full"):
+            why, now = f"disk full ({why})", now + DISK_FULL_BACKOFF  # tried again when there may be space
         return interrupted(result, owner, why, output_json, now, config)
     if owner.is_final:
         return Go(ar_t.transition_archiveresult_started_to_failed, {"output_str": why, "output_json": output_json})

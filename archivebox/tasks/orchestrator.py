@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 
 from django.apps import apps
 from django.conf import settings
-from django.db import close_old_connections, connection
+from django.db import DatabaseError, close_old_connections, connection
 from django.utils import timezone
 from huey import crontab
 
@@ -28,7 +28,7 @@ from archivebox.config import EngineConfig
 from archivebox.core.models import Machine
 from archivebox.core.models.base import StatefulModel
 from archivebox.lifecycle import notify
-from archivebox.core import leases, rowsql
+from archivebox.core import diskspace, leases, rowsql
 from archivebox.tasks.dispatch import dispatch_due
 from archivebox.tasks.queue import huey
 from archivebox.tasks.registry import ACTOR_TYPES, ActorType
@@ -126,14 +126,22 @@ class Orchestrator:
             while not stop.is_set():
                 try:
                     pause = self.run_single_cycle()
-                except Exception:
-                    logger.exception("orchestrator pass failed")
+                except Exception as err:
+                    if diskspace.is_disk_full(err):
+                        diskspace.report("the orchestrator", self.config.data_dir)
+                    else:
+                        logger.exception("orchestrator pass failed")
                     close_old_connections()
                     pause = self.config.orchestrator_idle_poll
                 stop.wait(pause)
         finally:
             if self.leading:
-                leases.release(leases.ORCHESTRATOR, self.token)
+                try:
+                    leases.release(leases.ORCHESTRATOR, self.token)
+                except DatabaseError as err:  # the lease then expires on its own after its TTL
+                    if not diskspace.is_disk_full(err):
+                        raise
+                    diskspace.report("the orchestrator, stopping", self.config.data_dir)
                 self.leading = False
                 notify("on_orchestrator_shutdown", orchestrator=self)
 
