@@ -88,7 +88,7 @@ class PluginCatalog:
                 continue
             key = plugin_config.enabled_key(name)
             try:
-                on = plugin_config.resolve_key(key, state.schemas[name][key], layers)
+                on = plugin_config.resolve_key(key, state.schemas[name][key], layers, plugin=name)
             except ConfigError as err:
                 # Run it anyway: its result then fails naming the bad key, and nothing else does.
                 logger.warning("%s; treating %s as enabled so that its result reports the error", err, name)
@@ -104,12 +104,12 @@ class PluginCatalog:
 
     def resolved(self, plugin: str, layers: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         values = plugin_config.resolve(plugin_config.GLOBAL_SCHEMA, layers)
-        values.update(plugin_config.resolve(self.schema(plugin), layers))
+        values.update(plugin_config.resolve(self.schema(plugin), layers, plugin=plugin))
         return values
 
     def timeout(self, plugin: str, layers: Sequence[Mapping[str, Any]]) -> int:
         key = plugin_config.timeout_key(plugin)
-        return int(plugin_config.resolve_key(key, self.schema(plugin)[key], layers))
+        return int(plugin_config.resolve_key(key, self.schema(plugin)[key], layers, plugin=plugin))
 
     def known_keys(self) -> set[str]:
         """Every key a crawl's config may set: the global keys and each plugin's keys with
@@ -135,7 +135,7 @@ class PluginCatalog:
         plugin_config.resolve(plugin_config.GLOBAL_SCHEMA, layers)
         plugin_config.url_filter(layers)
         for plugin in self.enabled_plugins(layers):
-            plugin_config.resolve(self.schema(plugin), layers)
+            plugin_config.resolve(self.schema(plugin), layers, plugin=plugin)
 
 
 def _mtime(path: Path) -> int:

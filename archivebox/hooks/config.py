@@ -1,8 +1,14 @@
 """Plugin configuration: each plugin's ``config.json`` is a JSONSchema of env var keys.
 
-Supported per key: ``type`` (boolean, integer, number, string, array, object), ``default``,
-``enum``, ``minimum``/``maximum``, ``x-aliases`` (other names accepted for the key) and
-``x-fallback`` (a more general key, such as ``TIMEOUT``, used when this one is not set).
+Supported per key: ``type`` (boolean, integer, number, string, array, object, null, or a
+list of them), ``default``, ``x-aliases`` (other names accepted for the key) and
+``x-fallback`` (a more general key, such as ``TIMEOUT``, used when this one is not set),
+and these checks, enforced on every value (defaults included): ``enum``, ``const``,
+``minimum``/``maximum``, ``exclusiveMinimum``/``exclusiveMaximum``, ``multipleOf``
+(numbers); ``minLength``/``maxLength``, ``pattern`` (strings, a regex searched as
+JSONSchema says); ``minItems``/``maxItems``, ``uniqueItems``, ``items`` (arrays: each item
+checked against that schema). Other keywords (``description``, ``format``, ``x-...``)
+are documentation to the engine. A check's own value is checked when config.json is read.
 
 A value is looked up in layers, most specific first: per-snapshot config, per-crawl
 config, the environment, the data dir's ``ArchiveBox.conf``. For one key the order is:
@@ -50,7 +56,38 @@ def load_schema(plugin_dir: Path) -> dict[str, dict[str, Any]]:
     properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
     if not isinstance(properties, dict):
         raise ConfigError(f"{path}: 'properties' must be an object")
+    for key, spec in properties.items():
+        check_spec(f"{path}: {key}", spec)
     return properties
+
+
+_NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+_COUNT_KEYWORDS = ("minLength", "maxLength", "minItems", "maxItems")
+
+
+def check_spec(where: str, spec: Any) -> None:
+    """Raise ConfigError if a key's schema is unusable (a check with a value of the wrong kind)."""
+    if not isinstance(spec, dict):
+        raise ConfigError(f"{where}: the key's schema must be an object")
+    for keyword in _NUMBER_KEYWORDS:
+        if keyword in spec and (isinstance(spec[keyword], bool) or not isinstance(spec[keyword], (int, float))):
+            raise ConfigError(f"{where}: {keyword!r} must be a number, got {spec[keyword]!r}")
+    if spec.get("multipleOf", 1) <= 0:
+        raise ConfigError(f"{where}: 'multipleOf' must be > 0, got {spec['multipleOf']!r}")
+    for keyword in _COUNT_KEYWORDS:
+        if keyword in spec and (isinstance(spec[keyword], bool) or not isinstance(spec[keyword], int) or spec[keyword] < 0):
+            raise ConfigError(f"{where}: {keyword!r} must be a non-negative integer, got {spec[keyword]!r}")
+    if "enum" in spec and not isinstance(spec["enum"], list):
+        raise ConfigError(f"{where}: 'enum' must be a list, got {spec['enum']!r}")
+    if "pattern" in spec:
+        if not isinstance(spec["pattern"], str):
+            raise ConfigError(f"{where}: 'pattern' must be a string, got {spec['pattern']!r}")
+        try:
+            re.compile(spec["pattern"])
+        except re.error as err:
+            raise ConfigError(f"{where}: 'pattern' {spec['pattern']!r} is not a valid regular expression: {err}") from None
+    if isinstance(spec.get("items"), dict):
+        check_spec(f"{where} items", spec["items"])
 
 
 def enabled_key(plugin: str) -> str:
@@ -78,8 +115,11 @@ def _lookup(names: Sequence[str], layers: Sequence[Mapping[str, Any]]) -> Any:
 
 
 def resolve_key(key: str, spec: Mapping[str, Any], layers: Sequence[Mapping[str, Any]],
-                schemas: Mapping[str, Mapping[str, Any]] = GLOBAL_SCHEMA) -> Any:
-    """The typed value of one key, or None if nothing sets it and it has no default."""
+                schemas: Mapping[str, Mapping[str, Any]] = GLOBAL_SCHEMA, plugin: str | None = None) -> Any:
+    """The typed value of one key, or None if nothing sets it and it has no default.
+
+    An invalid value raises ConfigError, one line naming ``plugin`` (when given), the key
+    and the value."""
     names = [key, *spec.get("x-aliases", [])]
     raw, source_key = _lookup(names, layers), key
     fallback = spec.get("x-fallback")
@@ -93,11 +133,17 @@ def resolve_key(key: str, spec: Mapping[str, Any], layers: Sequence[Mapping[str,
         raw = fallback_spec.get("default", _MISSING)
     if raw is _MISSING or raw is None:
         return None
-    return coerce(source_key, spec, raw)
+    try:
+        return coerce(source_key, spec, raw)
+    except ConfigError as err:
+        if plugin and source_key == key:
+            raise ConfigError(f"{plugin}: {err}") from None
+        raise
 
 
 def coerce(key: str, spec: Mapping[str, Any], raw: Any) -> Any:
-    """Convert ``raw`` (a string from the environment, or a JSON value) to the key's type."""
+    """Convert ``raw`` (a string from the environment, or a JSON value) to the key's type and
+    check it against the key's schema (see the module docstring for the keywords)."""
     kinds = spec.get("type", "string")
     kinds = list(kinds) if isinstance(kinds, list) else [kinds]
     unknown = [k for k in kinds if k not in _COERCE]
@@ -115,13 +161,46 @@ def coerce(key: str, spec: Mapping[str, Any], raw: Any) -> Any:
         raise ConfigError(f"{key}: expected {expected}, got {raw!r}")
     if value is None:
         return None
-    if "enum" in spec and value not in spec["enum"]:
-        raise ConfigError(f"{key}: must be one of {spec['enum']}, got {raw!r}")
-    if "minimum" in spec and value < spec["minimum"]:
-        raise ConfigError(f"{key}: must be >= {spec['minimum']}, got {raw!r}")
-    if "maximum" in spec and value > spec["maximum"]:
-        raise ConfigError(f"{key}: must be <= {spec['maximum']}, got {raw!r}")
+    if isinstance(value, list) and isinstance(spec.get("items"), dict):
+        value = [coerce(f"{key}[{i}]", spec["items"], item) for i, item in enumerate(value)]
+    problem = _violation(spec, value)
+    if problem:
+        raise ConfigError(f"{key}: {problem}, got {raw!r}")
     return value
+
+
+def _violation(spec: Mapping[str, Any], value: Any) -> str | None:
+    """What ``value`` (already of the key's type) breaks in ``spec``, or None."""
+    if "enum" in spec and value not in spec["enum"]:
+        return f"must be one of {spec['enum']}"
+    if "const" in spec and value != spec["const"]:
+        return f"must be {spec['const']!r}"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if "minimum" in spec and value < spec["minimum"]:
+            return f"must be >= {spec['minimum']}"
+        if "maximum" in spec and value > spec["maximum"]:
+            return f"must be <= {spec['maximum']}"
+        if "exclusiveMinimum" in spec and value <= spec["exclusiveMinimum"]:
+            return f"must be > {spec['exclusiveMinimum']}"
+        if "exclusiveMaximum" in spec and value >= spec["exclusiveMaximum"]:
+            return f"must be < {spec['exclusiveMaximum']}"
+        if "multipleOf" in spec and not math.isclose(value / spec["multipleOf"], round(value / spec["multipleOf"]), abs_tol=1e-9):
+            return f"must be a multiple of {spec['multipleOf']}"
+    if isinstance(value, str):
+        if "minLength" in spec and len(value) < spec["minLength"]:
+            return f"must be at least {spec['minLength']} characters long"
+        if "maxLength" in spec and len(value) > spec["maxLength"]:
+            return f"must be at most {spec['maxLength']} characters long"
+        if "pattern" in spec and not re.search(spec["pattern"], value):
+            return f"must match the pattern {spec['pattern']!r}"
+    if isinstance(value, list):
+        if "minItems" in spec and len(value) < spec["minItems"]:
+            return f"must have at least {spec['minItems']} items"
+        if "maxItems" in spec and len(value) > spec["maxItems"]:
+            return f"must have at most {spec['maxItems']} items"
+        if spec.get("uniqueItems") and len({json.dumps(v, sort_keys=True) for v in value}) < len(value):
+            return "must not repeat an item"
+    return None
 
 
 def _to_bool(raw: Any) -> bool:
@@ -189,9 +268,10 @@ _ARTICLE = {"boolean": "true or false", "integer": "an integer", "number": "a fi
             "array": "a list", "object": "a JSON object", "null": "null"}
 
 
-def resolve(schema: Mapping[str, dict], layers: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Every key of ``schema`` resolved against ``layers``; raises ConfigError naming a bad key."""
-    return {key: resolve_key(key, spec, layers) for key, spec in schema.items()}
+def resolve(schema: Mapping[str, dict], layers: Sequence[Mapping[str, Any]], plugin: str | None = None) -> dict[str, Any]:
+    """Every key of ``schema`` resolved against ``layers``; raises ConfigError naming the plugin
+    (when given), the bad key and its value."""
+    return {key: resolve_key(key, spec, layers, plugin=plugin) for key, spec in schema.items()}
 
 
 def url_filter(layers: Sequence[Mapping[str, Any]]) -> Callable[[str], bool]:

@@ -76,6 +76,63 @@ def test_an_invalid_value_is_a_config_error_naming_the_key(key, raw, fragment):
     assert "\n" not in str(err.value)
 
 
+CHECKED = plugin_schema("checked", {
+    "CHECKED_SLUG": {"type": "string", "default": "abc", "pattern": "^[a-z]+$", "minLength": 2, "maxLength": 8},
+    "CHECKED_STEP": {"type": "number", "default": 0.5, "exclusiveMinimum": 0, "exclusiveMaximum": 1, "multipleOf": 0.25},
+    "CHECKED_TAGS": {"type": "array", "default": [], "minItems": 0, "maxItems": 2, "uniqueItems": True,
+                     "items": {"type": "integer", "minimum": 1}},
+    "CHECKED_MODE": {"type": "string", "const": "only"},
+})
+
+
+@pytest.mark.parametrize("key, raw, fragment", [
+    ("CHECKED_SLUG", "Has-Caps", "must match the pattern '^[a-z]+$'"),
+    ("CHECKED_SLUG", "a", "must be at least 2 characters long"),
+    ("CHECKED_SLUG", "abcdefghi", "must be at most 8 characters long"),
+    ("CHECKED_STEP", "0", "must be > 0"),
+    ("CHECKED_STEP", "1", "must be < 1"),
+    ("CHECKED_STEP", "0.3", "must be a multiple of 0.25"),
+    ("CHECKED_TAGS", "1,2,3", "must have at most 2 items"),
+    ("CHECKED_TAGS", "[1, 1]", "must not repeat an item"),
+    ("CHECKED_TAGS", "1,x", "CHECKED_TAGS[1]: expected an integer"),
+    ("CHECKED_TAGS", "[0]", "CHECKED_TAGS[0]: must be >= 1"),
+    ("CHECKED_MODE", "other", "must be 'only'"),
+])
+def test_every_keyword_the_loader_accepts_is_enforced_in_one_line_naming_plugin_key_and_value(key, raw, fragment):
+    with pytest.raises(ConfigError) as err:
+        resolve(CHECKED, [{key: raw}], plugin="checked")
+    message = str(err.value)
+    named = repr(raw) if "[" not in fragment else ", got "  # an item's error names the item
+    assert message.startswith(f"checked: {key}") and fragment in message and named in message, message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("key, raw, expected", [
+    ("CHECKED_SLUG", "fine", "fine"),
+    ("CHECKED_STEP", "0.75", 0.75),
+    ("CHECKED_TAGS", "2, 3", [2, 3]),
+    ("CHECKED_MODE", "only", "only"),
+])
+def test_values_that_pass_every_keyword_are_kept(key, raw, expected):
+    assert resolve(CHECKED, [{key: raw}], plugin="checked")[key] == expected
+
+
+@pytest.mark.parametrize("spec, fragment", [
+    ({"type": "string", "pattern": "(unclosed"}, "'pattern' '(unclosed' is not a valid regular expression"),
+    ({"type": "string", "maxLength": -1}, "'maxLength' must be a non-negative integer"),
+    ({"type": "integer", "minimum": "1"}, "'minimum' must be a number"),
+    ({"type": "number", "multipleOf": 0}, "'multipleOf' must be > 0"),
+    ({"type": "string", "enum": "a"}, "'enum' must be a list"),
+    ({"type": "array", "items": {"type": "string", "pattern": "["}}, "BAD_KEY items: 'pattern'"),
+])
+def test_an_unusable_keyword_in_config_json_is_refused_when_read(tmp_path, spec, fragment):
+    from archivebox.hooks.config import load_schema
+    (tmp_path / "config.json").write_text(json.dumps({"properties": {"BAD_KEY": spec}}))
+    with pytest.raises(ConfigError) as err:
+        load_schema(tmp_path)
+    assert str(err.value).startswith(f"{tmp_path / 'config.json'}: BAD_KEY") and fragment in str(err.value), str(err.value)
+
+
 def test_aliases_are_accepted_and_a_more_specific_layer_wins_over_the_name_used():
     assert value("DEMO_COUNT", {"DEMO_N": "4"}) == 4
     assert value("DEMO_COUNT", {"DEMO_NUM": "5"}) == 5
@@ -184,6 +241,7 @@ def env_collection(tmp_path_factory):
     ("H_ENV_OBJ=[1]", "H_ENV_OBJ"),
     ("H_ENV_TIMEOUT=0", "H_ENV_TIMEOUT"),
     ("TIMEOUT=soon", "TIMEOUT"),
+    ("H_ENV_SLUG=No-Slug", "H_ENV_SLUG"),
 ])
 def test_an_invalid_value_on_the_command_line_is_one_line_naming_the_key_and_exit_2(env_collection, pair, key):
     coll = env_collection
@@ -192,6 +250,15 @@ def test_an_invalid_value_on_the_command_line_is_one_line_naming_the_key_and_exi
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and f" {key}: " in lines[0], result.stderr
     assert coll.scalar("SELECT COUNT(*) FROM core_crawl") == 0
+
+
+def test_a_value_against_the_plugins_pattern_is_refused_naming_plugin_key_and_value(env_collection):
+    """``pattern`` in a plugin's config.json is enforced: ``add`` refuses the crawl in one line."""
+    result = env_collection.cli("add", "-c", "H_ENV_SLUG=No-Slug", "https://example.com/bad", check=False)
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert "h_env: H_ENV_SLUG: must match the pattern '^[a-z]+$', got 'No-Slug'" in line, line
+    assert env_collection.scalar("SELECT COUNT(*) FROM core_crawl") == 0
 
 
 def test_an_invalid_value_in_the_config_file_is_refused_at_add_time_too(tmp_path):
