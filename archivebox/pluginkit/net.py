@@ -202,10 +202,16 @@ def _read_body(raw, max_bytes, remaining):
         except http.client.IncompleteRead as err:  # the server closed before Content-Length
             body += err.partial
             return bytes(body[:max_bytes]), True
-        if not chunk:
-            return bytes(body), False
+        if not chunk:  # the end, or the server closed before the Content-Length it announced
+            return bytes(body), len(body) < _declared_length(raw)
         body += chunk
     return bytes(body[:max_bytes]), True
+
+
+def _declared_length(raw):
+    """The response's Content-Length (0 when absent or unusable: chunked, or close-delimited)."""
+    value = (raw.headers.get("content-length") or "").strip()
+    return int(value) if value.isdigit() and not raw.headers.get("transfer-encoding") else 0
 
 
 def _decompress(body, encoding, max_bytes):

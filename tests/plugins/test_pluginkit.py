@@ -335,3 +335,38 @@ def test_arm_timeout_exits_non_zero():
     assert b"busy work timed out after 1s" in proc.stderr
     assert proc.stdout == b""
     assert time.monotonic() - started < 5
+
+
+def test_run_cmd_ends_descendants_left_behind_by_a_leader_that_exited(tmp_path):
+    """The program returns at once but leaves a background child: run_cmd still ends it."""
+    marker = f"orphan-marker-{time.monotonic_ns()}"
+    result = H.run_cmd(["sh", "-c", f'sh -c "sleep 30; echo {marker}" >/dev/null 2>&1 &'], timeout=10)
+    assert result.returncode == 0 and not result.timed_out
+    wait_until(lambda: not _pids_matching(marker), timeout=5, message="the orphaned child to be ended")
+
+
+def test_fetch_body_cut_short_or_over_the_cap_is_marked_truncated():
+    def short(conn, request, server):
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\nContent-Type: text/plain\r\n\r\n" + b"y" * 40)
+
+    def long(conn, request, server):
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n" + b"z" * 5000)
+
+    with RawServer(short) as srv:
+        resp = H.fetch(srv.url + "/", timeout=5)
+        assert resp.body == b"y" * 40 and resp.truncated
+    with RawServer(long) as srv:
+        resp = H.fetch(srv.url + "/", timeout=5, max_bytes=1000)
+        assert resp.body == b"z" * 1000 and resp.truncated
+        whole = H.fetch(srv.url + "/", timeout=5)
+        assert len(whole.body) == 5000 and not whole.truncated
+
+
+def test_fetch_returns_error_statuses_with_their_headers_and_body():
+    def teapot(conn, request, server):
+        conn.sendall(b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 5\r\nContent-Length: 4\r\n\r\nbusy")
+
+    with RawServer(teapot) as srv:
+        resp = H.fetch(srv.url + "/", timeout=5)
+    assert (resp.status, resp.status_text, resp.header("retry-after"), resp.body) == (503, "503 Service Unavailable", "5", b"busy")
+    assert H.is_transient_status(resp.status) and not H.is_transient_status(404)
