@@ -184,5 +184,6 @@ def print_summary(crawl: Crawl, finished: bool) -> None:
           f"({counts.snapshots_by_status.get('sealed', 0)} sealed, {counts.snapshots_by_status.get('failed', 0)} failed)")
     results = counts.results_by_status
     print(f"  results:   {results.get('succeeded', 0)} succeeded, {results.get('failed', 0)} failed, "
-          f"{results.get('skipped', 0)} skipped, {results.get('queued', 0) + results.get('started', 0)} unfinished")
+          f"{results.get('skipped', 0)} skipped, {results.get('noresults', 0)} found nothing, "
+          f"{results.get('queued', 0) + results.get('started', 0)} unfinished")
     print(f"  archive:   {settings.ARCHIVE_DIR}")

@@ -39,11 +39,13 @@ class ArchiveResultGraph(StateGraph):
     succeeded = State(final=True)
     failed = State(final=True)
     skipped = State(final=True)
+    # The hook ran fine and found nothing to save (no video on the page, no feed in it).
+    noresults = State(final=True)
     give_up_state = "failed"
 
     queued.transitions_to(started, skipped, failed)
     # started -> queued is a retry with backoff after a transient failure.
-    started.transitions_to(queued, succeeded, failed, skipped)
+    started.transitions_to(queued, succeeded, failed, skipped, noresults)
     failed.reopens_to(queued)
 
 

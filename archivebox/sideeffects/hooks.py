@@ -30,6 +30,7 @@ it does not count as one of the hook's attempts.
 from __future__ import annotations
 
 import logging
+import re
 import os
 import sys
 import threading
@@ -195,11 +196,44 @@ def record_outcome(job: Attempt, row: Process, exit_code: int | None, reason: st
             # Nor is a full disk: run it again once there is space, uncounted.
             diskspace.report(row.label, job.pwd)
             outcome.update(interrupted=True, disk_full=True)
+        elif exit_code not in (0, None):
+            outcome.update(failure_of(report.result, row.stderr_path, exit_code))
         closed.append(runner.finish(row, exit_code, reason, outcome, ended_at=ended_at))
         wake_rows(ArchiveResult, [job.result_id])
 
     runner.persistently(record, row.label)
     return closed[-1]
+
+
+# What a hook that cannot find a program it needs says (its shell, Python, or the hook itself).
+MISSING_BINARY = re.compile(r"command not found|not found in PATH|binary (?:\S+ )?(?:was )?not found|"
+                            r"no such file or directory: '[^']*'|is not installed|could not find (?:a |the )?(?:binary|executable)",
+                            re.IGNORECASE)
+
+
+def failure_of(reported: dict | None, stderr_path: str, exit_code: int) -> dict:
+    """Why a hook failed, in its own words: the ``output_str`` of a record that says it
+    failed, else the last line of its stderr. A program it needs and cannot find is not
+    worth another attempt."""
+    reported = reported or {}
+    said = (reported.get("output_str") or "").strip() if reported.get("status") == "failed" else ""
+    reason = said or last_line(stderr_path)
+    facts = {"reason": reason[:300]} if reason else {}
+    if exit_code == 127 or (reason and MISSING_BINARY.search(reason)):
+        facts["missing_binary"] = True
+    return facts
+
+
+def last_line(path: str, window: int = 8192) -> str:
+    """The last non-empty line of a log file (of its last ``window`` bytes), or ""."""
+    try:
+        with open(path, "rb") as log:
+            log.seek(0, os.SEEK_END)
+            log.seek(max(log.tell() - window, 0))
+            lines = log.read().decode("utf-8", errors="replace").splitlines()
+    except (OSError, TypeError):
+        return ""
+    return next((line.strip() for line in reversed(lines) if line.strip()), "")
 
 
 def stop_reason(result_id, attempt: int) -> str | None:

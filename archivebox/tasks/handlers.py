@@ -254,10 +254,14 @@ def judge_attempt(result: ArchiveResult, owner, now: dt.datetime, config: Engine
     if process.exit_code == 0:
         target = {"failed": ar_t.transition_archiveresult_started_to_failed,
                   "skipped": ar_t.transition_archiveresult_started_to_skipped,
-                  "noresults": ar_t.transition_archiveresult_started_to_skipped}.get(reported.get("status"),
+                  "noresults": ar_t.transition_archiveresult_started_to_noresults}.get(reported.get("status"),
                                                                                       ar_t.transition_archiveresult_started_to_succeeded)
         return Go(target, {"output_str": output_str, "output_json": output_json})
     why = process.reason or (f"exit code {process.exit_code}" if process.exit_code is not None else "no exit code")
+    if outcome.get("reason"):
+        why = f"{outcome['reason']} ({why})"  # the hook's own words first
+    if outcome.get("missing_binary"):
+        return Go(ar_t.transition_archiveresult_started_to_failed, {"output_str": why, "output_json": output_json})
     if outcome.get("interrupted"):
         if outcome.get("disk_full"):
             why, now = f"disk full ({why})", now + DISK_FULL_BACKOFF  # tried again when there may be space

@@ -1,4 +1,4 @@
-"""Transitions of an ArchiveResult: queued -> started -> succeeded | failed | skipped.
+"""Transitions of an ArchiveResult: queued -> started -> succeeded | failed | skipped | noresults.
 
 ``started -> queued`` is a retry after a transient failure: the row waits out its
 backoff in ``queued`` and runs again with ``attempts + 1``.
@@ -42,6 +42,10 @@ def transition_archiveresult_started_to_failed(result: ArchiveResult, *, now: dt
 
 def transition_archiveresult_started_to_skipped(result: ArchiveResult, *, now: dt.datetime, output_str: str = "", output_json=None, claim=None) -> bool:
     return _finish(result, "skipped", now, output_str, output_json, claim)
+
+
+def transition_archiveresult_started_to_noresults(result: ArchiveResult, *, now: dt.datetime, output_str: str = "", output_json=None, claim=None) -> bool:
+    return _finish(result, "noresults", now, output_str, output_json, claim)
 
 
 def transition_archiveresult_started_to_queued(result: ArchiveResult, *, now: dt.datetime, retry_at: dt.datetime, output_str: str = "",

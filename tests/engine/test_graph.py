@@ -189,7 +189,7 @@ def test_transition_to_a_state_of_another_graph_is_an_error():
 @pytest.mark.parametrize("graph, states, finals", [
     (CrawlGraph, ["queued", "started", "sealed", "failed"], {"sealed", "failed"}),
     (SnapshotGraph, ["queued", "started", "sealed", "failed"], {"sealed", "failed"}),
-    (ArchiveResultGraph, ["queued", "started", "succeeded", "failed", "skipped"], {"succeeded", "failed", "skipped"}),
+    (ArchiveResultGraph, ["queued", "started", "succeeded", "failed", "skipped", "noresults"], {"succeeded", "failed", "skipped", "noresults"}),
     (ProcessGraph, ["queued", "running", "exited"], {"exited"}),
 ])
 def test_real_graphs_declare_the_documented_lifecycles(graph, states, finals):

@@ -12,7 +12,7 @@ from archivebox.core.models import ArchiveResult, Process, Snapshot
 
 from .util import collection, db_time, engine_config, make_snapshot, run_attempt, snapshot_dir, started_result, tick_result
 
-MODES = ("succeeded", "failed", "skipped", "noresults", "norecord", "nonzero", "timeout", "killed")
+MODES = ("succeeded", "failed", "skipped", "noresults", "norecord", "nonzero", "timeout", "killed", "nobinary", "saysfailed")
 BACKOFF = 0.4
 
 
@@ -35,7 +35,7 @@ def processes(coll, result_id) -> list[dict]:
 
 
 @pytest.mark.parametrize("mode, status", [("succeeded", "succeeded"), ("failed", "failed"), ("skipped", "skipped"),
-                                          ("noresults", "skipped")])
+                                          ("noresults", "noresults")])
 def test_exit_0_takes_the_status_the_hook_reported_without_retrying(exits, mode, status):
     coll, rows = exits
     row = rows[mode]
@@ -49,7 +49,7 @@ def test_exit_0_without_any_record_counts_as_success(exits):
 
 
 @pytest.mark.parametrize("mode, why, code, kept", [
-    ("nonzero", "exit code 3", 3, {"partial": True, "attempt": 3}),
+    ("nonzero", "crashing (exit code 3)", 3, {"partial": True, "attempt": 3}),  # its stderr's last line first
     ("timeout", "timed out after 1s", -15, {"hung": 3}),
     ("killed", "exit code -9", -9, {"killed": 3}),
 ])
@@ -67,6 +67,20 @@ def test_non_zero_timeout_and_killed_are_retried_up_to_the_limit_keeping_records
     gaps = [db_time(runs[i + 1]["started_at"]) - db_time(runs[i]["ended_at"]) for i in range(2)]
     assert gaps[0] >= 0.9 * BACKOFF and gaps[1] >= 0.9 * 2 * BACKOFF, gaps
     assert gaps[0] < BACKOFF + 3 and gaps[1] < 2 * BACKOFF + 3, gaps
+
+
+def test_a_missing_program_fails_once_with_what_the_hook_said(exits):
+    coll, rows = exits
+    row = rows["nobinary"]
+    assert (row["status"], row["attempts"]) == ("failed", 1)
+    assert row["output_str"] == "/bin/sh: 1: wget-not-installed: command not found (exit code 127)"
+
+
+def test_a_failed_result_says_why_in_the_hooks_own_words(exits):
+    coll, rows = exits
+    row = rows["saysfailed"]
+    assert (row["status"], row["attempts"]) == ("failed", 3)  # a network error is worth retrying
+    assert row["output_str"] == "Name or service not known: example.invalid (exit code 1) (gave up after 3 attempts)"
 
 
 def test_records_of_a_failed_attempt_are_applied_to_the_snapshot(exits):
@@ -96,7 +110,7 @@ def test_a_failed_attempt_waits_out_its_backoff_in_queued_then_runs_again(use_pl
     now = timezone.now()
     after = tick_result(result, config, now=now)
     assert after.status == "queued" and after.attempts == 1
-    assert after.output_str == "attempt 1 failed: exit code 3" and after.output_json == {"partial": True, "attempt": 1}
+    assert after.output_str == "attempt 1 failed: crashing (exit code 3)" and after.output_json == {"partial": True, "attempt": 1}
     assert now + dt.timedelta(seconds=9) <= after.retry_at <= now + dt.timedelta(seconds=11)
     # when the backoff is over, the next tick starts attempt 2, whose Process row is a new one
     later = now + dt.timedelta(seconds=12)
@@ -105,7 +119,7 @@ def test_a_failed_attempt_waits_out_its_backoff_in_queued_then_runs_again(use_pl
     second = run_attempt(after)
     assert second.pk != first.pk and second.attempt == 2 and second.key.endswith(":2")
     after = tick_result(after, config, now=later)
-    assert after.status == "failed" and after.output_str == "exit code 3 (gave up after 2 attempts)"
+    assert after.status == "failed" and after.output_str == "crashing (exit code 3) (gave up after 2 attempts)"
     assert after.retry_at is None and after.output_json == {"partial": True, "attempt": 2}
 
 
@@ -116,7 +130,7 @@ def test_a_non_zero_exit_after_the_snapshot_sealed_fails_at_once(use_plugins):
     run_attempt(result)
     Snapshot.objects.filter(pk=snapshot.pk).update(status="sealed", retry_at=None)
     after = tick_result(result, engine_config(hook_max_attempts=5))
-    assert (after.status, after.attempts, after.output_str) == ("failed", 1, "exit code 3")
+    assert (after.status, after.attempts, after.output_str) == ("failed", 1, "crashing (exit code 3)")
 
 
 def test_a_hook_whose_script_vanished_fails_permanently(use_plugins):
