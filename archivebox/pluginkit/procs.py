@@ -76,9 +76,6 @@ def kill_tree(proc, grace=2.0):
     SIGTERM first, SIGKILL to whatever still runs after ``grace`` seconds. The leader
     is reaped while waiting, so its zombie does not keep the group alive.
     """
-    import signal
-    import time
-    import psutil
     proc.poll()
     try:
         os.killpg(proc.pid, 0)
@@ -87,6 +84,9 @@ def kill_tree(proc, grace=2.0):
     except PermissionError as err:
         log(f"WARNING: cannot signal process group {proc.pid}: {err}")
         return
+    import signal
+    import time
+    import psutil
     members = _tree(proc)
     for member in members:
         try:
