@@ -1,0 +1,299 @@
+"""``/api/v1/``: the paths, request and response shapes of ArchiveBox 0.9.73's v1 API, so
+its browser extension and scripts written against it work unchanged.
+
+Authentication, as ArchiveBox: a token in the ``X-ArchiveBox-API-Key`` header, in
+``Authorization: Bearer``, or in ``?api_key=``; or a logged-in staff session. Tokens come
+from ``POST /api/v1/auth/get_api_token`` (username and password of a staff user; failed
+attempts count towards the login lockout) and are rows with an expiry, revocable in the admin.
+"""
+
+
+import math
+import uuid
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import authenticate
+from django.http import HttpRequest
+from django.shortcuts import get_object_or_404
+from ninja import NinjaAPI, Query, Router, Schema
+from ninja.pagination import PaginationBase, paginate
+from ninja.security import APIKeyHeader, APIKeyQuery, HttpBearer
+from ninja.security.session import SessionAuthIsStaff
+
+from archivebox.api.models import token_for, user_of
+from archivebox.core.models import ArchiveResult, Snapshot
+from archivebox.core.urlcheck import InvalidURL, check_url
+from archivebox.tasks.actions import queue_crawl
+
+
+class HeaderTokenAuth(APIKeyHeader):
+    param_name = "X-ArchiveBox-API-Key"
+
+    def authenticate(self, request, key):
+        return user_of(key)
+
+
+class BearerTokenAuth(HttpBearer):
+    def authenticate(self, request, token):
+        return user_of(token)
+
+
+class QueryTokenAuth(APIKeyQuery):
+    param_name = "api_key"
+
+    def authenticate(self, request, key):
+        return user_of(key)
+
+
+# A logged-in staff session works too (the docs page uses it); as a cookie it needs the CSRF token.
+AUTH = [HeaderTokenAuth(), BearerTokenAuth(), QueryTokenAuth(), SessionAuthIsStaff()]
+
+api = NinjaAPI(title="ArchiveBox API", version="1.0.0", urls_namespace="api-1", docs_url="/docs", auth=AUTH,
+               description="ArchiveBox's v1 REST API: add URLs, read snapshots and their results.")
+
+
+# Authentication ---------------------------------------------------------------------
+
+auth_router = Router(tags=["Authentication"], auth=None)
+
+
+class PasswordAuthSchema(Schema):
+    username: str | None = None
+    password: str | None = None
+
+
+class TokenAuthSchema(Schema):
+    token: str
+
+
+@auth_router.post("/get_api_token", auth=None, summary="Get an API token for a staff user's username and password")
+def get_api_token(request: HttpRequest, auth_data: PasswordAuthSchema):
+    user = authenticate(request, username=auth_data.username or "", password=auth_data.password or "")
+    if user is None or not user.is_staff:
+        return {"success": False, "errors": ["Invalid credentials"]}
+    token = token_for(user)
+    return {"success": True, "user_id": str(user.pk), "username": user.username, "token": token.token,
+            "expires": token.expires.isoformat() if token.expires else None}
+
+
+@auth_router.post("/check_api_token", auth=None, summary="Check that an API token is valid and has not expired")
+def check_api_token(request: HttpRequest, token_data: TokenAuthSchema):
+    user = user_of(token_data.token)
+    return {"success": user is not None, "user_id": str(user.pk) if user else None}
+
+
+# CLI ------------------------------------------------------------------------------------
+
+cli_router = Router(tags=["ArchiveBox CLI Sub-Commands"])
+
+
+class AddCommandSchema(Schema):
+    urls: list[str]
+    tag: str = ""
+    depth: int = 0
+    parser: str = "auto"
+    plugins: str = ""
+    max_urls: int = 0
+    update: bool = True
+    overwrite: bool = False
+    only_new: bool = False
+    index_only: bool = False
+
+
+class CLICommandResponseSchema(Schema):
+    success: bool
+    errors: list[str]
+    result: Any
+    result_format: str = "str"
+    stdout: str
+    stderr: str
+
+
+@cli_router.post("/add", response=CLICommandResponseSchema, summary="archivebox add [args] [urls]")
+def cli_add(request: HttpRequest, args: AddCommandSchema):
+    errors, valid = [], {}
+    for candidate in args.urls:
+        for line in candidate.splitlines():
+            if line.strip():
+                try:
+                    valid[check_url(line.strip())] = None
+                except InvalidURL as err:
+                    errors.append(f"invalid URL: {err}")
+    urls = list(valid)[: args.max_urls or None]
+    if not 0 <= args.depth <= 9:
+        errors.append(f"depth must be between 0 and 9, got {args.depth}")
+    if not urls or not 0 <= args.depth <= 9:
+        return {"success": False, "errors": errors or ["no valid URL given"], "result": None, "stdout": "", "stderr": "\n".join(errors)}
+    config = {"PLUGINS": args.plugins} if args.plugins else {}
+    crawl = queue_crawl(urls, depth=args.depth, tags=args.tag, config=config, label=f"API add by {request.auth}")
+    result = {"crawl_id": str(crawl.pk), "num_snapshots": 0, "snapshot_ids": [], "queued_urls": urls}
+    return {"success": True, "errors": errors, "result": result, "result_format": "json",
+            "stdout": f"Queued crawl {crawl.pk}: {len(urls)} URL(s), depth {args.depth}.", "stderr": "\n".join(errors)}
+
+
+# Core models -------------------------------------------------------------------------------
+
+core_router = Router(tags=["Core Models"])
+
+
+class Pagination(PaginationBase):
+    """ArchiveBox's page shape: ``items`` plus counts, by ``limit`` and ``offset`` or ``page``."""
+
+    class Input(Schema):
+        limit: int = 200
+        offset: int = 0
+        page: int = 0
+
+    class Output(Schema):
+        count: int
+        total_items: int
+        total_pages: int
+        page: int
+        limit: int
+        offset: int
+        num_items: int
+        items: list[Any]
+
+    def paginate_queryset(self, queryset, pagination: Input, **params):
+        limit = max(1, min(pagination.limit, 500))
+        offset = pagination.offset or pagination.page * limit
+        total = queryset.count()
+        items = list(queryset[offset:offset + limit])
+        return {"count": total, "total_items": total, "total_pages": math.ceil(total / limit), "page": offset // limit,
+                "limit": limit, "offset": offset, "num_items": len(items), "items": items}
+
+
+class ArchiveResultSchema(Schema):
+    TYPE: str = "core.models.ArchiveResult"
+    id: uuid.UUID
+    created_at: datetime | None
+    modified_at: datetime | None
+    status: str
+    retry_at: datetime | None = None
+    plugin: str
+    hook_name: str
+    output_str: str
+    output_json: Any = None
+    start_ts: datetime | None = None
+    end_ts: datetime | None = None
+    snapshot_id: uuid.UUID | None = None
+    snapshot_url: str | None = None
+
+    @staticmethod
+    def resolve_start_ts(obj):
+        return obj.started_at
+
+    @staticmethod
+    def resolve_end_ts(obj):
+        return obj.finished_at
+
+    @staticmethod
+    def resolve_snapshot_url(obj):
+        return obj.snapshot.url if obj.snapshot_id else None
+
+
+class SnapshotSchema(Schema):
+    TYPE: str = "core.models.Snapshot"
+    id: uuid.UUID
+    created_at: datetime
+    modified_at: datetime
+    status: str
+    retry_at: datetime | None
+    bookmarked_at: datetime
+    downloaded_at: datetime | None
+    url: str
+    tags: list[str]
+    title: str | None
+    timestamp: str
+    archive_path: str
+    num_archiveresults: int
+    archiveresults: list[ArchiveResultSchema]
+
+    @staticmethod
+    def resolve_bookmarked_at(obj):
+        return obj.created_at
+
+    @staticmethod
+    def resolve_downloaded_at(obj):
+        return obj.finished_at
+
+    @staticmethod
+    def resolve_tags(obj):
+        return sorted(tag.name for tag in obj.tags.all())
+
+    @staticmethod
+    def resolve_timestamp(obj):
+        return f"{obj.created_at.timestamp():.6f}"
+
+    @staticmethod
+    def resolve_archive_path(obj):
+        return str(obj.output_dir.relative_to(settings.DATA_DIR))
+
+    @staticmethod
+    def resolve_num_archiveresults(obj):
+        return obj.results.count()
+
+    @staticmethod
+    def resolve_archiveresults(obj, context):
+        if not context["request"].with_archiveresults:
+            return []
+        return list(obj.results.order_by("step", "hook_name"))
+
+
+class SnapshotFilters(Schema):
+    url: str | None = None
+    tag: str | None = None
+    status: str | None = None
+    title: str | None = None
+    search: str | None = None
+    created_at__gte: datetime | None = None
+    created_at__lt: datetime | None = None
+
+
+@core_router.get("/snapshots", response=list[SnapshotSchema], summary="List snapshots matching these filters")
+@paginate(Pagination)
+def get_snapshots(request: HttpRequest, filters: Query[SnapshotFilters], with_archiveresults: bool = False):
+    request.with_archiveresults = with_archiveresults
+    found = Snapshot.objects.prefetch_related("tags").order_by("-created_at")
+    if filters.url:
+        found = found.filter(url=filters.url)
+    if filters.tag:
+        found = found.filter(tags__name=filters.tag)
+    if filters.status:
+        found = found.filter(status=filters.status)
+    if filters.title:
+        found = found.filter(title__icontains=filters.title)
+    if filters.search:
+        found = found.filter(url__icontains=filters.search) | found.filter(title__icontains=filters.search)
+    if filters.created_at__gte:
+        found = found.filter(created_at__gte=filters.created_at__gte)
+    if filters.created_at__lt:
+        found = found.filter(created_at__lt=filters.created_at__lt)
+    return found.distinct()
+
+
+@core_router.get("/snapshot/{snapshot_id}", response=SnapshotSchema, summary="One snapshot, with its results")
+def get_snapshot(request: HttpRequest, snapshot_id: uuid.UUID, with_archiveresults: bool = True):
+    request.with_archiveresults = with_archiveresults
+    return get_object_or_404(Snapshot.objects.prefetch_related("tags"), pk=snapshot_id)
+
+
+@core_router.get("/archiveresults", response=list[ArchiveResultSchema], summary="List archive results")
+@paginate(Pagination)
+def get_archiveresults(request: HttpRequest, status: str | None = None, plugin: str | None = None,
+                       snapshot_id: uuid.UUID | None = None):
+    found = ArchiveResult.objects.select_related("snapshot").order_by("-created_at")
+    if status:
+        found = found.filter(status=status)
+    if plugin:
+        found = found.filter(plugin=plugin)
+    if snapshot_id:
+        found = found.filter(snapshot_id=snapshot_id)
+    return found
+
+
+api.add_router("/auth/", auth_router)
+api.add_router("/cli/", cli_router)
+api.add_router("/core/", core_router)

@@ -1,0 +1,100 @@
+"""The REST API at /api/v1/, over HTTP against a running ``archivebox server``: tokens, the
+browser extension's add, and reading snapshots back, as ArchiveBox's v1 API does."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+
+from tests.helpers import wait_until
+
+from .webtools import PASSWORD, Server, web_collection
+
+
+def call(server: Server, method: str, path: str, body: dict | None = None, headers: dict | None = None) -> tuple[int, dict]:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(server.url + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read() or b"null")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    collection = web_collection(tmp_path_factory.mktemp("api") / "data", plugins="noop,titler")
+    collection.cli("manage", "shell", "-c", "from django.contrib.auth.models import User; "
+                   "User.objects.create_user('reader', password='reader-pass-123')")
+    server = Server(collection)
+    try:
+        server.wait_healthy()
+        yield server
+    finally:
+        server.stop()
+
+
+def token_of(server: Server, username: str = "admin", password: str = PASSWORD) -> dict:
+    return call(server, "POST", "/api/v1/auth/get_api_token", {"username": username, "password": password})[1]
+
+
+def test_the_browser_extension_gets_a_token_and_adds_a_url_that_then_appears(server):
+    got = token_of(server)
+    assert got["success"] is True and got["username"] == "admin" and len(got["token"]) == 32 and got["expires"]
+    assert call(server, "POST", "/api/v1/auth/check_api_token", {"token": got["token"]})[1]["success"] is True
+    url = "https://example.com/from-the-extension"
+    # What ArchiveBox's browser extension sends (fields this engine does not use included).
+    status, added = call(server, "POST", "/api/v1/cli/add",
+                         {"urls": [url], "tag": "ext,reading", "depth": 0, "update": False, "update_all": False,
+                          "index_only": False, "overwrite": False, "init": False, "extractors": ""},
+                         headers={"X-ArchiveBox-API-Key": got["token"]})
+    assert status == 200 and added["success"] is True and added["result"]["queued_urls"] == [url], added
+    crawl_id = added["result"]["crawl_id"]
+    collection = server.collection
+    wait_until(lambda: collection.scalar("SELECT status FROM core_crawl WHERE replace(id, '-', '') = ?",
+                                         (crawl_id.replace("-", ""),)) == "sealed", timeout=60, message="the crawl to finish")
+    status, page = call(server, "GET", f"/api/v1/core/snapshots?url={urllib.request.quote(url)}",
+                        headers={"Authorization": f"Bearer {got['token']}"})
+    assert status == 200 and page["count"] == 1 and page["num_items"] == 1
+    [snapshot] = page["items"]
+    assert snapshot["url"] == url and snapshot["status"] == "sealed" and snapshot["tags"] == ["ext", "reading", "titled"]  # the titler plugin adds its own
+    assert snapshot["title"] == f"Title of {url}"
+    status, one = call(server, "GET", f"/api/v1/core/snapshot/{snapshot['id']}?api_key={got['token']}")
+    assert status == 200 and one["id"] == snapshot["id"] and one["num_archiveresults"] == len(one["archiveresults"]) == 2
+    assert {r["plugin"] for r in one["archiveresults"]} == {"noop", "titler"}
+    status, results = call(server, "GET", f"/api/v1/core/archiveresults?plugin=titler&api_key={got['token']}")
+    assert status == 200 and [r["snapshot_url"] for r in results["items"]] == [url]
+
+
+def test_requests_without_a_valid_token_are_refused(server):
+    for headers in ({}, {"X-ArchiveBox-API-Key": "0" * 32}, {"Authorization": "Bearer nope"}):
+        assert call(server, "GET", "/api/v1/core/snapshots", headers=headers)[0] == 401
+    assert call(server, "POST", "/api/v1/cli/add", {"urls": ["https://example.com/x"]})[0] in (401, 403)  # 403: no CSRF token
+    assert call(server, "POST", "/api/v1/auth/check_api_token", {"token": "nope"})[1] == {"success": False, "user_id": None}
+
+
+def test_only_staff_users_get_a_token_and_a_revoked_token_stops_working(server):
+    assert token_of(server, "reader", "reader-pass-123") == {"success": False, "errors": ["Invalid credentials"]}
+    assert token_of(server, "admin", "wrong password")["success"] is False
+    token = token_of(server)["token"]
+    assert call(server, "GET", "/api/v1/core/snapshots", headers={"X-ArchiveBox-API-Key": token})[0] == 200
+    server.collection.cli("manage", "shell", "-c", "from django.utils import timezone; from archivebox.api.models import APIToken; "
+                          f"APIToken.objects.filter(token='{token}').update(revoked_at=timezone.now())")
+    assert call(server, "GET", "/api/v1/core/snapshots", headers={"X-ArchiveBox-API-Key": token})[0] == 401
+    assert token_of(server)["token"] != token  # a new one is handed out
+
+
+def test_invalid_urls_are_named_and_the_openapi_docs_are_served(server):
+    token = token_of(server)["token"]
+    status, added = call(server, "POST", "/api/v1/cli/add", {"urls": ["not a url", "ftp://example.com/x"]},
+                         headers={"X-ArchiveBox-API-Key": token})
+    assert status == 200 and added["success"] is False and len(added["errors"]) == 2
+    with urllib.request.urlopen(server.url + "/api/v1/openapi.json", timeout=30) as response:
+        schema = json.loads(response.read())
+    assert {"/api/v1/cli/add", "/api/v1/core/snapshots", "/api/v1/auth/get_api_token"} <= set(schema["paths"])
+    with urllib.request.urlopen(server.url + "/api/v1/docs", timeout=30) as response:
+        assert response.status == 200
