@@ -23,9 +23,9 @@ from ninja.security import APIKeyHeader, APIKeyQuery, HttpBearer
 from ninja.security.session import SessionAuthIsStaff
 
 from archivebox.api.models import token_for, user_of
-from archivebox.core.models import ArchiveResult, Snapshot
+from archivebox.core.models import ArchiveResult, Crawl, Snapshot
 from archivebox.core.urlcheck import InvalidURL, check_url
-from archivebox.tasks.actions import queue_crawl
+from archivebox.tasks.actions import cancel_crawl, queue_crawl
 
 
 class HeaderTokenAuth(APIKeyHeader):
@@ -294,6 +294,87 @@ def get_archiveresults(request: HttpRequest, status: str | None = None, plugin: 
     return found
 
 
+# Crawls -------------------------------------------------------------------------------------
+
+crawls_router = Router(tags=["Crawl Models"])
+
+
+class CrawlSchema(Schema):
+    TYPE: str = "crawls.models.Crawl"
+    id: uuid.UUID
+    modified_at: datetime
+    created_at: datetime
+    status: str
+    retry_at: datetime | None
+    urls: str
+    max_depth: int
+    tags_str: str
+    label: str
+    config: dict
+    num_snapshots: int
+
+    @staticmethod
+    def resolve_num_snapshots(obj):
+        return obj.snapshots.count()
+
+
+class CrawlCreateSchema(Schema):
+    urls: list[str]
+    max_depth: int = 0
+    tags_str: str = ""
+    tags: list[str] = []
+    label: str = ""
+    config: dict = {}
+
+
+class CrawlUpdateSchema(Schema):
+    status: str | None = None
+
+
+@crawls_router.get("/crawls", response=list[CrawlSchema], summary="List crawls, newest first")
+def get_crawls(request: HttpRequest):
+    return Crawl.objects.order_by("-created_at")
+
+
+@crawls_router.post("/crawls", response={200: CrawlSchema, 400: dict}, summary="Queue a new crawl")
+def create_crawl(request: HttpRequest, data: CrawlCreateSchema):
+    try:
+        urls = list(dict.fromkeys(check_url(u.strip()) for u in data.urls if u and u.strip()))
+    except InvalidURL as err:
+        return 400, {"success": False, "errors": [f"invalid URL: {err}"]}
+    if not urls or not 0 <= data.max_depth <= 9:
+        return 400, {"success": False, "errors": ["give at least one URL, and max_depth between 0 and 9"]}
+    tags = ",".join([data.tags_str, *data.tags])
+    return 200, queue_crawl(urls, depth=data.max_depth, tags=tags, config=data.config, label=data.label)
+
+
+@crawls_router.get("/crawl/{crawl_id}", response=CrawlSchema, summary="One crawl")
+def get_crawl(request: HttpRequest, crawl_id: uuid.UUID):
+    return get_object_or_404(Crawl, pk=crawl_id)
+
+
+@crawls_router.patch("/crawl/{crawl_id}", response={200: CrawlSchema, 400: dict},
+                     summary="Update a crawl: status=sealed (or failed) cancels its unfinished work")
+def patch_crawl(request: HttpRequest, crawl_id: uuid.UUID, data: CrawlUpdateSchema):
+    crawl = get_object_or_404(Crawl, pk=crawl_id)
+    if data.status not in (None, "sealed", "failed"):
+        return 400, {"success": False, "errors": [f"status can only be set to sealed or failed, not {data.status!r}"]}
+    if data.status:
+        cancel_crawl(crawl.pk)
+        crawl.refresh_from_db()
+    return 200, crawl
+
+
+@crawls_router.delete("/crawl/{crawl_id}", summary="Delete a crawl and its snapshots (their files stay on disk)")
+def delete_crawl(request: HttpRequest, crawl_id: uuid.UUID):
+    crawl = get_object_or_404(Crawl, pk=crawl_id)
+    cancel_crawl(crawl.pk)
+    snapshots = crawl.snapshots.count()
+    crawl.delete()
+    return {"success": True, "crawl_id": str(crawl_id), "deleted_count": 1, "deleted_snapshots": snapshots}
+
+
 api.add_router("/auth/", auth_router)
+api.add_router("/crawls/", crawls_router)
 api.add_router("/cli/", cli_router)
 api.add_router("/core/", core_router)

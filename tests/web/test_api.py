@@ -98,3 +98,19 @@ def test_invalid_urls_are_named_and_the_openapi_docs_are_served(server):
     assert {"/api/v1/cli/add", "/api/v1/core/snapshots", "/api/v1/auth/get_api_token"} <= set(schema["paths"])
     with urllib.request.urlopen(server.url + "/api/v1/docs", timeout=30) as response:
         assert response.status == 200
+
+
+def test_crawls_are_listed_created_cancelled_and_deleted(server):
+    auth = {"X-ArchiveBox-API-Key": token_of(server)["token"]}
+    status, crawl = call(server, "POST", "/api/v1/crawls/crawls",
+                         {"urls": ["https://example.com/crawl-api"], "max_depth": 0, "tags": ["api"], "label": "by api"}, headers=auth)
+    assert status == 200 and crawl["urls"] == "https://example.com/crawl-api" and crawl["label"] == "by api"
+    assert call(server, "POST", "/api/v1/crawls/crawls", {"urls": ["nope"]}, headers=auth)[0] == 400
+    listed = call(server, "GET", "/api/v1/crawls/crawls", headers=auth)[1]
+    assert crawl["id"] in [c["id"] for c in listed]
+    assert call(server, "GET", f"/api/v1/crawls/crawl/{crawl['id']}", headers=auth)[1]["tags_str"] == "api"
+    status, patched = call(server, "PATCH", f"/api/v1/crawls/crawl/{crawl['id']}", {"status": "sealed"}, headers=auth)
+    assert status == 200 and patched["status"] in ("sealed", "failed") and patched["retry_at"] is None
+    status, deleted = call(server, "DELETE", f"/api/v1/crawls/crawl/{crawl['id']}", headers=auth)
+    assert status == 200 and deleted["success"] is True
+    assert call(server, "GET", f"/api/v1/crawls/crawl/{crawl['id']}", headers=auth)[0] == 404
