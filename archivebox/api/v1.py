@@ -23,9 +23,9 @@ from ninja.security import APIKeyHeader, APIKeyQuery, HttpBearer
 from ninja.security.session import SessionAuthIsStaff
 
 from archivebox.api.models import token_for, user_of
-from archivebox.core.models import ArchiveResult, Crawl, Snapshot
+from archivebox.core.models import ArchiveResult, Crawl, Snapshot, Tag
 from archivebox.core.urlcheck import InvalidURL, check_url
-from archivebox.tasks.actions import cancel_crawl, queue_crawl
+from archivebox.tasks.actions import cancel_crawl, cancel_snapshot, queue_crawl
 
 
 class HeaderTokenAuth(APIKeyHeader):
@@ -278,6 +278,55 @@ def get_snapshots(request: HttpRequest, filters: Query[SnapshotFilters], with_ar
 def get_snapshot(request: HttpRequest, snapshot_id: uuid.UUID, with_archiveresults: bool = True):
     request.with_archiveresults = with_archiveresults
     return get_object_or_404(Snapshot.objects.prefetch_related("tags"), pk=snapshot_id)
+
+
+class SnapshotUpdateSchema(Schema):
+    title: str | None = None
+    tags: list[str] | None = None
+    status: str | None = None
+
+
+@core_router.patch("/snapshot/{snapshot_id}", response={200: SnapshotSchema, 400: dict},
+                   summary="Update a snapshot's title or tags; status=sealed (or failed) cancels its unfinished work")
+def patch_snapshot(request: HttpRequest, snapshot_id: uuid.UUID, data: SnapshotUpdateSchema):
+    snapshot = get_object_or_404(Snapshot, pk=snapshot_id)
+    if data.status not in (None, "sealed", "failed"):
+        return 400, {"success": False, "errors": [f"status can only be set to sealed or failed, not {data.status!r}"]}
+    if data.title is not None:
+        Snapshot.objects.filter(pk=snapshot.pk).update(title=data.title)
+    if data.tags is not None:
+        names = sorted({name.strip() for name in data.tags if name.strip()})
+        snapshot.tags.set([Tag.objects.get_or_create(name=name)[0] for name in names])
+    if data.status:
+        cancel_snapshot(snapshot.pk)
+    request.with_archiveresults = True
+    return 200, Snapshot.objects.prefetch_related("tags").get(pk=snapshot.pk)
+
+
+@core_router.delete("/snapshot/{snapshot_id}", summary="Delete a snapshot (its unfinished work is cancelled first; its files stay on disk)")
+def delete_snapshot(request: HttpRequest, snapshot_id: uuid.UUID):
+    snapshot = get_object_or_404(Snapshot, pk=snapshot_id)
+    cancel_snapshot(snapshot.pk)
+    snapshot.delete()
+    return {"success": True, "snapshot_id": str(snapshot_id), "deleted_count": 1}
+
+
+class TagSchema(Schema):
+    TYPE: str = "core.models.Tag"
+    id: int
+    name: str
+    slug: str
+    num_snapshots: int
+
+    @staticmethod
+    def resolve_num_snapshots(obj):
+        return obj.snapshots.count()
+
+
+@core_router.get("/tags", response=list[TagSchema], summary="List tags")
+@paginate(Pagination)
+def get_tags(request: HttpRequest):
+    return Tag.objects.order_by("name")
 
 
 @core_router.get("/archiveresults", response=list[ArchiveResultSchema], summary="List archive results")

@@ -114,3 +114,22 @@ def test_crawls_are_listed_created_cancelled_and_deleted(server):
     status, deleted = call(server, "DELETE", f"/api/v1/crawls/crawl/{crawl['id']}", headers=auth)
     assert status == 200 and deleted["success"] is True
     assert call(server, "GET", f"/api/v1/crawls/crawl/{crawl['id']}", headers=auth)[0] == 404
+
+
+def test_a_snapshot_is_retitled_retagged_and_deleted_and_tags_are_listed(server):
+    auth = {"X-ArchiveBox-API-Key": token_of(server)["token"]}
+    url = "https://example.com/to-edit"
+    added = call(server, "POST", "/api/v1/cli/add", {"urls": [url]}, headers=auth)[1]
+    collection = server.collection
+    wait_until(lambda: collection.scalar("SELECT COUNT(*) FROM core_snapshot WHERE url = ? AND status = 'sealed'", (url,)),
+               timeout=60, message="the snapshot to finish")
+    [snapshot] = call(server, "GET", f"/api/v1/core/snapshots?url={urllib.request.quote(url)}", headers=auth)[1]["items"]
+    status, patched = call(server, "PATCH", f"/api/v1/core/snapshot/{snapshot['id']}",
+                           {"title": "A better title", "tags": ["kept", "edited"]}, headers=auth)
+    assert status == 200 and patched["title"] == "A better title" and patched["tags"] == ["edited", "kept"]
+    tags = call(server, "GET", "/api/v1/core/tags", headers=auth)[1]["items"]
+    assert {"edited": 1, "kept": 1}.items() <= {t["name"]: t["num_snapshots"] for t in tags}.items()
+    assert call(server, "PATCH", f"/api/v1/core/snapshot/{snapshot['id']}", {"status": "queued"}, headers=auth)[0] == 400
+    assert call(server, "DELETE", f"/api/v1/core/snapshot/{snapshot['id']}", headers=auth)[1]["success"] is True
+    assert call(server, "GET", f"/api/v1/core/snapshot/{snapshot['id']}", headers=auth)[0] == 404
+    assert added["success"] is True
