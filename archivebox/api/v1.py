@@ -17,14 +17,17 @@ from django.conf import settings
 from django.contrib.auth import authenticate
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
+from django.utils import timezone
 from ninja import NinjaAPI, Query, Router, Schema
 from ninja.pagination import PaginationBase, paginate
 from ninja.security import APIKeyHeader, APIKeyQuery, HttpBearer
 from ninja.security.session import SessionAuthIsStaff
 
 from archivebox.api.models import token_for, user_of
-from archivebox.core.models import ArchiveResult, Crawl, Snapshot, Tag
+from archivebox.core.models import ArchiveResult, Crawl, Schedule, Snapshot, Tag
+from archivebox.core.models.schedule import BadSchedule
 from archivebox.core.urlcheck import InvalidURL, check_url
+from archivebox.tasks import schedules
 from archivebox.tasks.actions import cancel_crawl, cancel_snapshot, queue_crawl
 
 
@@ -131,6 +134,49 @@ def cli_add(request: HttpRequest, args: AddCommandSchema):
     result = {"crawl_id": str(crawl.pk), "num_snapshots": 0, "snapshot_ids": [], "queued_urls": urls}
     return {"success": True, "errors": errors, "result": result, "result_format": "json",
             "stdout": f"Queued crawl {crawl.pk}: {len(urls)} URL(s), depth {args.depth}.", "stderr": "\n".join(errors)}
+
+
+class ScheduleCommandSchema(Schema):
+    import_path: str | None = None
+    add: bool = False
+    show: bool = False
+    run_all: bool = False
+    clear: bool = False
+    every: str | None = None
+    tag: str = ""
+    depth: int = 0
+    only_new: bool = False
+
+
+def schedule_json(schedule: Schedule) -> dict:
+    return {"id": str(schedule.pk), "every": schedule.every, "cron": schedule.cron, "urls": schedule.urls.splitlines(),
+            "depth": schedule.depth, "tag": schedule.tags_str, "only_new": schedule.only_new, "enabled": schedule.enabled,
+            "next_run_at": schedule.next_run_at.isoformat(), "runs": schedule.runs}
+
+
+@cli_router.post("/schedule", response=CLICommandResponseSchema, summary="archivebox schedule [args] [url_or_file]")
+def cli_schedule(request: HttpRequest, args: ScheduleCommandSchema):
+    lines = []
+    if args.clear:
+        lines.append(f"Deleted {Schedule.objects.all().delete()[0]} schedule(s).")
+    if args.add:
+        try:
+            urls = [check_url(u.strip()) for u in (args.import_path or "").split() if u.strip()]
+            schedule = Schedule.objects.create(every=args.every or "", urls="\n".join(urls), depth=args.depth,
+                                               tags_str=args.tag, only_new=args.only_new)
+        except (InvalidURL, BadSchedule) as err:
+            return {"success": False, "errors": [str(err)], "result": None, "stdout": "", "stderr": str(err)}
+        if not urls:
+            schedule.delete()
+            return {"success": False, "errors": ["no URL given"], "result": None, "stdout": "", "stderr": "no URL given"}
+        lines.append(f"Scheduled {len(urls)} URL(s) every {schedule.every}.")
+    if args.run_all:
+        now = timezone.now()
+        for schedule in Schedule.objects.filter(enabled=True):
+            crawl = schedules.fire(schedule, now, force=True)
+            lines.append(f"Ran schedule {schedule.pk}: " + (f"crawl {crawl.pk} queued" if crawl else "nothing new"))
+    result = [schedule_json(schedule) for schedule in Schedule.objects.all()]
+    return {"success": True, "errors": [], "result": result, "result_format": "json", "stdout": "\n".join(lines), "stderr": ""}
 
 
 # Core models -------------------------------------------------------------------------------

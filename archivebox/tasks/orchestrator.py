@@ -29,6 +29,7 @@ from archivebox.core.models import Machine
 from archivebox.core.models.base import StatefulModel
 from archivebox.lifecycle import notify
 from archivebox.core import diskspace, leases, rowsql
+from archivebox.tasks import schedules
 from archivebox.tasks.dispatch import dispatch_due
 from archivebox.tasks.queue import huey
 from archivebox.tasks.registry import ACTOR_TYPES, ActorType
@@ -45,6 +46,8 @@ ACTIVE_WINDOW = 10.0
 ACTIVE_POLL = 0.05
 # The shortest sleep before a row that is due soon: a timer's resolution, not a pause.
 MIN_PAUSE = 0.001
+# How often the leading orchestrator looks for schedules whose time has come.
+SCHEDULE_CHECK_EVERY = dt.timedelta(seconds=1)
 
 
 class Orchestrator:
@@ -59,6 +62,7 @@ class Orchestrator:
         self.token = f"{HOLDER}:{uuid.uuid4().hex[:8]}"
         self.leading = False
         self._next_orphan_check: dt.datetime | None = None
+        self._next_schedule_check: dt.datetime | None = None
         self._last_activity = float("-inf")
 
     def run_single_cycle(self, now: dt.datetime | None = None) -> float:
@@ -76,6 +80,9 @@ class Orchestrator:
             logger.info("orchestrator %s took the lease", self.token)
             notify("on_orchestrator_startup", orchestrator=self)
         notify("on_orchestrator_tick_started", orchestrator=self, actor_types=self.actor_types)
+        if self._next_schedule_check is None or now >= self._next_schedule_check:
+            self._next_schedule_check = now + SCHEDULE_CHECK_EVERY
+            schedules.fire_due(now)
         results = [dispatch_due(actor, self.config, now) for actor in self.actor_types]
         self.check_orphans(now)
         if any(r.due for r in results):

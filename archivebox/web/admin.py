@@ -24,7 +24,7 @@ from django.utils.html import format_html
 from huey_monitor.admin import SignalInfoModelAdmin, TaskModelAdmin
 from huey_monitor.models import SignalInfoModel, TaskModel
 
-from archivebox.core.models import ArchiveResult, Crawl, Lease, Machine, Process, Snapshot, Tag
+from archivebox.core.models import ArchiveResult, Crawl, Lease, Machine, Process, Snapshot, Tag, Schedule
 from archivebox.core.urlcheck import InvalidURL, check_url
 from archivebox.tasks import registry
 from archivebox.tasks.dispatch import kick
@@ -425,3 +425,16 @@ for _model, _admin in ((TaskModel, MonitorTaskAdmin), (SignalInfoModel, MonitorS
     if admin.site.is_registered(_model):
         admin.site.unregister(_model)
     admin.site.register(_model, _admin)
+
+
+@admin.register(Schedule)
+class ScheduleAdmin(admin.ModelAdmin):
+    list_display = ("every", "first_url", "depth", "only_new", "enabled", "next_run_at", "last_run_at", "runs")
+    list_filter = ("enabled", "only_new")
+    search_fields = ("urls",)
+    readonly_fields = ("cron", "last_run_at", "last_crawl", "runs", "created_at")
+
+    @admin.display(description="URL")
+    def first_url(self, obj: Schedule) -> str:
+        lines = obj.urls.splitlines()
+        return lines[0] + (f" (+{len(lines) - 1})" if len(lines) > 1 else "") if lines else ""

@@ -133,3 +133,17 @@ def test_a_snapshot_is_retitled_retagged_and_deleted_and_tags_are_listed(server)
     assert call(server, "DELETE", f"/api/v1/core/snapshot/{snapshot['id']}", headers=auth)[1]["success"] is True
     assert call(server, "GET", f"/api/v1/core/snapshot/{snapshot['id']}", headers=auth)[0] == 404
     assert added["success"] is True
+
+
+def test_schedules_through_the_api(server):
+    auth = {"X-ArchiveBox-API-Key": token_of(server)["token"]}
+    bad = call(server, "POST", "/api/v1/cli/schedule", {"add": True, "every": "sometimes", "import_path": "https://example.com/s"},
+               headers=auth)[1]
+    assert bad["success"] is False and "sometimes" in bad["errors"][0]
+    added = call(server, "POST", "/api/v1/cli/schedule", {"add": True, "every": "weekly", "import_path": "https://example.com/s",
+                                                         "tag": "weekly"}, headers=auth)[1]
+    assert added["success"] is True and [s["urls"] for s in added["result"]] == [["https://example.com/s"]]
+    assert added["result"][0]["cron"] == "0 0 * * 0"
+    shown = call(server, "POST", "/api/v1/cli/schedule", {"show": True}, headers=auth)[1]
+    assert shown["result"] == added["result"]
+    assert call(server, "POST", "/api/v1/cli/schedule", {"clear": True}, headers=auth)[1]["result"] == []
