@@ -27,6 +27,7 @@ from archivebox.api.models import token_for, user_of
 from archivebox.core.models import ArchiveResult, Crawl, Schedule, Snapshot, Tag
 from archivebox.core.models.schedule import BadSchedule
 from archivebox.core.urlcheck import InvalidURL, check_url
+from archivebox.plugins.search import fts
 from archivebox.tasks import schedules
 from archivebox.tasks.actions import cancel_crawl, cancel_snapshot, queue_crawl
 
@@ -177,6 +178,28 @@ def cli_schedule(request: HttpRequest, args: ScheduleCommandSchema):
             lines.append(f"Ran schedule {schedule.pk}: " + (f"crawl {crawl.pk} queued" if crawl else "nothing new"))
     result = [schedule_json(schedule) for schedule in Schedule.objects.all()]
     return {"success": True, "errors": [], "result": result, "result_format": "json", "stdout": "\n".join(lines), "stderr": ""}
+
+
+class SearchCommandSchema(Schema):
+    filter_patterns: list[str] | str | None = None
+    query: str | None = None
+    raw: bool = False
+    limit: int = 20
+
+
+@cli_router.post("/search", response=CLICommandResponseSchema, summary="archivebox search [words]")
+def cli_search(request: HttpRequest, args: SearchCommandSchema):
+    words = args.query or " ".join([args.filter_patterns] if isinstance(args.filter_patterns, str) else args.filter_patterns or [])
+    if not words.strip():
+        return {"success": False, "errors": ["give words to search for (query or filter_patterns)"], "result": None,
+                "stdout": "", "stderr": ""}
+    try:
+        found = fts.search(str(settings.DATA_DIR / "search.sqlite3"), words if args.raw else fts.literal_query(words),
+                           limit=max(1, min(args.limit, 500)))
+    except ValueError as err:
+        return {"success": False, "errors": [str(err)], "result": None, "stdout": "", "stderr": str(err)}
+    return {"success": True, "errors": [], "result": found, "result_format": "json",
+            "stdout": "\n".join(f"{row['url']}  {row['title']}" for row in found), "stderr": ""}
 
 
 # Core models -------------------------------------------------------------------------------

@@ -147,3 +147,10 @@ def test_schedules_through_the_api(server):
     shown = call(server, "POST", "/api/v1/cli/schedule", {"show": True}, headers=auth)[1]
     assert shown["result"] == added["result"]
     assert call(server, "POST", "/api/v1/cli/schedule", {"clear": True}, headers=auth)[1]["result"] == []
+
+
+def test_search_through_the_api(server):
+    auth = {"X-ArchiveBox-API-Key": token_of(server)["token"]}
+    found = call(server, "POST", "/api/v1/cli/search", {"query": "nothing-is-indexed-here"}, headers=auth)[1]
+    assert found["success"] is True and found["result"] == []  # no page was indexed (no search plugin here)
+    assert call(server, "POST", "/api/v1/cli/search", {"query": " "}, headers=auth)[1]["success"] is False
