@@ -28,8 +28,8 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET
 
-from archivebox.core.models import Snapshot
-from archivebox.web import files, links
+from archivebox.core.models import ArchiveResult, Snapshot
+from archivebox.web import captures, files, links
 from archivebox.web.health import liveness
 
 logger = logging.getLogger(__name__)
@@ -44,6 +44,10 @@ ARCHIVE_CSP = ("sandbox allow-scripts; default-src 'self' 'unsafe-inline' 'unsaf
 FRAME_CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 # Types a browser runs scripts in when opened as the top window.
 ACTIVE_TYPES = ("text/html", "application/xhtml+xml", "image/svg+xml", "text/xml", "application/xml")
+# A PDF is shown by the browser's own viewer, which a sandbox blocks. Served as
+# application/pdf with nosniff it is never parsed as a page of ours; it may load nothing
+# and be framed only by our own pages.
+PDF_CSP = "default-src 'none'; form-action 'none'; base-uri 'none'; frame-ancestors 'self'"
 PAGE_SIZE = 50
 SNIFF_BYTES = 4096
 PREVIEW_NAMES = ("index.html", "output.html", "singlefile.html")
@@ -75,8 +79,25 @@ def snapshot_list(request):
         snapshots = snapshots.filter(status=status)
     page = Paginator(snapshots.order_by("-created_at"), PAGE_SIZE).get_page(request.GET.get("page"))
     return render(request, "web/snapshot_list.html", {
-        "page": page, "query": query, "status": status, "statuses": [name for name, _ in Snapshot.graph.choices()],
+        "page": page, "rows": with_thumbnails(page.object_list), "query": query, "status": status,
+        "statuses": [name for name, _ in Snapshot.graph.choices()],
     })
+
+
+def with_thumbnails(snapshots) -> list[tuple[Snapshot, str | None]]:
+    """Each snapshot with the signed URL of its screenshot (or None), from one query of results."""
+    snapshots = list(snapshots)
+    results: dict = {}
+    rows = ArchiveResult.objects.filter(snapshot__in=snapshots, status="succeeded").values(
+        "snapshot_id", "plugin", "status", "output_str")
+    for row in rows:
+        if row["output_str"] and captures.kind_of(row["output_str"]) == "image":
+            results.setdefault(row["snapshot_id"], []).append(row)
+    paired = []
+    for snapshot in snapshots:
+        shot = captures.thumbnail(captures.of_snapshot(settings.ARCHIVE_DIR, snapshot.pk, results.get(snapshot.pk, [])))
+        paired.append((snapshot, signed_url(snapshot.pk, shot.path) if shot else None))
+    return paired
 
 
 def _preview(entries: list[files.Entry]) -> str | None:
@@ -92,14 +113,19 @@ def _preview(entries: list[files.Entry]) -> str | None:
 def snapshot_detail(request, snapshot_id: uuid.UUID):
     snapshot = get_object_or_404(Snapshot.objects.select_related("crawl").prefetch_related("tags"), pk=snapshot_id)
     entries, truncated = files.list_outputs(snapshot.output_dir)
+    results = list(snapshot.results.order_by("step", "hook_name"))
+    found = captures.of_snapshot(settings.ARCHIVE_DIR, snapshot.pk, results)
+    main = captures.main_capture(found)
     return render(request, "web/snapshot_detail.html", {
         "snapshot": snapshot,
         "token": links.token_for(snapshot.pk),
-        "results": snapshot.results.order_by("step", "hook_name"),
+        "results": results,
         "entries": entries,
         "truncated": truncated,
         "total_size": sum(entry.size for entry in entries),
-        "preview": _preview(entries),
+        "captures": found,
+        "main": main,
+        "preview": None if main else _preview(entries),
     })
 
 
@@ -161,7 +187,7 @@ def archived_file_signed(request, snapshot_id: uuid.UUID, token: str, path: str 
         response["Referrer-Policy"] = "no-referrer"
         return response
     response = FileResponse(stream, content_type=content_type)
-    response["Content-Security-Policy"] = ARCHIVE_CSP
+    response["Content-Security-Policy"] = PDF_CSP if content_type == "application/pdf" else ARCHIVE_CSP
     response["X-Content-Type-Options"] = "nosniff"
     response["Referrer-Policy"] = "no-referrer"
     response["Cache-Control"] = "private, max-age=3600"
