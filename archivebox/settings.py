@@ -220,6 +220,10 @@ if DATABASES["default"]["ENGINE"] == SQLITE_ENGINE:
 if DATABASES["default"]["ENGINE"] == SQLITE_ENGINE:
     DATABASES["monitor"] = sqlite_database(DATA_DIR / "monitor.sqlite3", READ_ONLY)
 DATABASE_ROUTERS = ["archivebox.web.dbrouter.MonitorRouter"]
+# Sharing, off by default: anyone may read the snapshot list (and its RSS feed) with
+# PUBLIC_INDEX, and snapshot pages with their archived files with PUBLIC_SNAPSHOTS.
+PUBLIC_INDEX = parse_bool("PUBLIC_INDEX", os.environ.get("PUBLIC_INDEX", CONFIG_FILE_VALUES.get("PUBLIC_INDEX", "false")))
+PUBLIC_SNAPSHOTS = parse_bool("PUBLIC_SNAPSHOTS", os.environ.get("PUBLIC_SNAPSHOTS", CONFIG_FILE_VALUES.get("PUBLIC_SNAPSHOTS", "false")))
 TASK_MONITOR = parse_bool("TASK_MONITOR", os.environ.get("TASK_MONITOR", CONFIG_FILE_VALUES.get("TASK_MONITOR", "true")))
 # huey.contrib.djhuey (imported by django-huey-monitor) builds a Huey from this setting. Our
 # queues are archivebox.tasks.queue.huey and archivebox.sideeffects.queue.huey; djhuey's own

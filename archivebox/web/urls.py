@@ -3,7 +3,7 @@
 from django.contrib.staticfiles.views import serve as serve_static
 from django.urls import path, re_path, register_converter
 
-from archivebox.web import views
+from archivebox.web import add, feeds, views
 
 
 class ArchiveTokenConverter:
@@ -25,6 +25,10 @@ app_name = "web"
 urlpatterns = [
     path("", views.snapshot_list, name="snapshots"),
     path("health/", views.health, name="health"),
+    path("add/", add.add, name="add"),
+    path("crawl/<uuid:crawl_id>/", add.crawl_detail, name="crawl"),
+    path("crawl/<uuid:crawl_id>/progress.json", add.crawl_progress, name="crawl-progress"),
+    path("rss/", feeds.NewSnapshotsFeed(), name="rss"),
     path("snapshot/<uuid:snapshot_id>/", views.snapshot_detail, name="snapshot"),
     path("archive/<uuid:snapshot_id>/", views.archived_file, name="archive-root"),
     path("archive/<uuid:snapshot_id>/<archivetoken:token>/<path:path>", views.archived_file_signed, name="archive-signed"),

@@ -1,7 +1,8 @@
 """Pages of the web UI: snapshot list, snapshot page, archived files, health check.
 
-Everything but ``/health/`` needs a logged-in staff user; archived files are reached through
-signed links handed to logged-in users (see :mod:`links`). They are served with
+Everything but ``/health/`` needs a logged-in staff user unless the collection is shared
+(``PUBLIC_INDEX``, ``PUBLIC_SNAPSHOTS``: see :mod:`access`); archived files are reached
+through signed links handed to those who may see the snapshot (see :mod:`links`). They are served with
 ``Content-Security-Policy: sandbox allow-scripts`` (no ``allow-same-origin``): an
 archived page's scripts run in an opaque origin, so they cannot read the admin's cookies
 or storage, send credentialed requests to it, submit forms, open windows or navigate
@@ -15,7 +16,6 @@ import mimetypes
 import uuid
 
 from django.conf import settings
-from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.views import redirect_to_login
 from django.core.paginator import Paginator
 from django.db import DatabaseError
@@ -29,7 +29,7 @@ from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET
 
 from archivebox.core.models import ArchiveResult, Snapshot
-from archivebox.web import captures, files, links
+from archivebox.web import access, captures, files, links
 from archivebox.web.health import liveness
 
 logger = logging.getLogger(__name__)
@@ -52,9 +52,6 @@ PAGE_SIZE = 50
 SNIFF_BYTES = 4096
 PREVIEW_NAMES = ("index.html", "output.html", "singlefile.html")
 
-login_required = staff_member_required(login_url="admin:login")
-
-
 @require_GET
 @never_cache
 def health(request):
@@ -67,7 +64,7 @@ def health(request):
     return JsonResponse(report, status=200 if report["healthy"] else 503)
 
 
-@login_required
+@access.index_page
 def snapshot_list(request):
     snapshots = Snapshot.objects.select_related("crawl").prefetch_related("tags").annotate(
         results_total=Count("results"), results_failed=Count("results", filter=Q(results__status="failed")))
@@ -79,7 +76,10 @@ def snapshot_list(request):
         snapshots = snapshots.filter(status=status)
     page = Paginator(snapshots.order_by("-created_at"), PAGE_SIZE).get_page(request.GET.get("page"))
     return render(request, "web/snapshot_list.html", {
-        "page": page, "rows": with_thumbnails(page.object_list), "query": query, "status": status,
+        "page": page, "query": query, "status": status,
+        # A signed link opens all of a snapshot's files: only for those who may see them.
+        "rows": with_thumbnails(page.object_list) if access.can_see_snapshots(request.user) else
+                [(snapshot, None) for snapshot in page.object_list],
         "statuses": [name for name, _ in Snapshot.graph.choices()],
     })
 
@@ -109,7 +109,7 @@ def _preview(entries: list[files.Entry]) -> str | None:
     return next((p for p in sorted(by_path) if p.endswith((".html", ".htm")) and p != "index.html"), None)
 
 
-@login_required
+@access.snapshot_page
 def snapshot_detail(request, snapshot_id: uuid.UUID):
     snapshot = get_object_or_404(Snapshot.objects.select_related("crawl").prefetch_related("tags"), pk=snapshot_id)
     entries, truncated = files.list_outputs(snapshot.output_dir)
@@ -118,6 +118,7 @@ def snapshot_detail(request, snapshot_id: uuid.UUID):
     main = captures.main_capture(found)
     return render(request, "web/snapshot_detail.html", {
         "snapshot": snapshot,
+        "staff": access.is_staff(request.user),
         "token": links.token_for(snapshot.pk),
         "results": results,
         "entries": entries,
@@ -145,9 +146,9 @@ def content_type_of(path) -> str:
     return "application/octet-stream" if b"\x00" in head else "text/plain; charset=utf-8"
 
 
-@login_required
+@access.snapshot_page
 def archived_file(request, snapshot_id: uuid.UUID, path: str = ""):
-    """An archived file by its plain URL: for a logged-in user, a redirect to its signed URL."""
+    """An archived file by its plain URL: for those who may see it, a redirect to its signed URL."""
     if not path or path.endswith("/"):
         return redirect(reverse("web:snapshot", args=[snapshot_id]))
     try:
@@ -166,7 +167,7 @@ def signed_url(snapshot_id, path: str) -> str:
 def archived_file_signed(request, snapshot_id: uuid.UUID, token: str, path: str = ""):
     """One file of a snapshot's output folder, by a signed link (see :mod:`links`), as a sandboxed document."""
     if not links.token_is_valid(snapshot_id, token):
-        if request.user.is_active and request.user.is_staff:
+        if access.can_see_snapshots(request.user):
             return redirect(signed_url(snapshot_id, path))
         return redirect_to_login(reverse("web:archive", args=[snapshot_id, path]), login_url=reverse("admin:login"))
     if not Snapshot.objects.filter(pk=snapshot_id).exists():

@@ -1,0 +1,54 @@
+"""An RSS feed of the newest snapshots (Django's syndication framework).
+
+Readable by whoever may read the snapshot list (``PUBLIC_INDEX`` or a logged-in staff
+user); items link to the snapshot pages.
+"""
+
+from __future__ import annotations
+
+from django.contrib.syndication.views import Feed
+from django.urls import reverse
+from django.utils.feedgenerator import Rss201rev2Feed
+
+from archivebox.core.models import Snapshot
+from archivebox.web import access
+
+FEED_ITEMS = 50
+
+
+class NewSnapshotsFeed(Feed):
+    feed_type = Rss201rev2Feed
+    title = "ArchiveBox: new snapshots"
+    description = "The newest snapshots of this ArchiveBox collection."
+
+    def __call__(self, request, *args, **kwargs):
+        if not access.can_see_index(request.user):
+            return access.to_login(request)
+        return super().__call__(request, *args, **kwargs)
+
+    def link(self):
+        return reverse("web:snapshots")
+
+    def items(self):
+        return Snapshot.objects.prefetch_related("tags").order_by("-created_at")[:FEED_ITEMS]
+
+    def item_title(self, item):
+        return item.title or item.url
+
+    def item_description(self, item):
+        tags = ", ".join(tag.name for tag in item.tags.all())
+        return f"{item.url}" + (f" (tags: {tags})" if tags else "")
+
+    def item_link(self, item):
+        return reverse("web:snapshot", args=[item.pk])
+
+    def item_guid(self, item):
+        return str(item.pk)
+
+    item_guid_is_permalink = False
+
+    def item_pubdate(self, item):
+        return item.created_at
+
+    def item_categories(self, item):
+        return [tag.name for tag in item.tags.all()]
