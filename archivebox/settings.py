@@ -177,6 +177,7 @@ INSTALLED_APPS = [
     "bx_django_utils",
     "huey_monitor",
     "archivebox.core",
+    "archivebox.personas",
     "archivebox.web",
     "archivebox.api",
     "archivebox.apps.EngineConfig",

@@ -23,6 +23,8 @@ from archivebox.core.models import ArchiveResult, Crawl, Machine
 from archivebox.core.urlcheck import InvalidURL, check_url
 from archivebox.core.urlinput import InputError, candidates
 from archivebox.hooks.catalog import catalog, layers
+from archivebox.personas import store as persona_store
+from archivebox.personas.models import Persona
 from archivebox.pools import EmbeddedWorkers
 from archivebox.core import diskspace, rowsql
 from archivebox.tasks import registry
@@ -36,6 +38,7 @@ def register(parser) -> None:
     parser.add_argument("--tag", "-t", action="append", default=[], help="tag the snapshots (repeatable, or comma-separated)")
     parser.add_argument("--config", "-c", action="append", default=[], metavar="KEY=VALUE", help="config for this crawl only")
     parser.add_argument("--label", default="", help="a name for the crawl")
+    parser.add_argument("--persona", default="", help="archive as this persona: its cookies and user agent (see `archivebox persona`)")
     parser.add_argument("--bg", action="store_true", help="only enqueue; return at once")
     parser.add_argument("--workers", type=int, default=4, help="tick workers when running the pools in this process")
 
@@ -76,6 +79,16 @@ def parse_config(pairs: list[str]) -> dict[str, str]:
     return config
 
 
+def persona_config(name: str) -> dict[str, str]:
+    """The crawl config of the persona named ``name`` (none if no name is given)."""
+    if not name:
+        return {}
+    persona = Persona.objects.filter(name=name).first()
+    if persona is None:
+        raise CommandError(f"no persona named {name!r} (see `archivebox persona list`)", code=2)
+    return persona_store.crawl_config(persona)
+
+
 def run(args) -> int:
     if args.depth < 0 or args.depth > 9:
         raise CommandError(f"--depth must be between 0 and 9, got {args.depth}", code=2)
@@ -90,6 +103,7 @@ def run(args) -> int:
     plugins = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
     try:
         plugins.check_keys(crawl_config)
+        crawl_config = {**persona_config(args.persona), **crawl_config}
         plugins.validate(layers(crawl_config=crawl_config, file_values=settings.CONFIG_FILE_VALUES))
     except ConfigError as err:
         raise CommandError(f"invalid config: {err}", code=2) from None

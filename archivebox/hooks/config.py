@@ -37,6 +37,8 @@ GLOBAL_SCHEMA: dict[str, dict[str, Any]] = {
     "PLUGINS": {"type": "string", "default": "", "description": "Comma-separated allow-list of plugins; empty means all"},
     "USER_AGENT": {"type": "string", "default": "Mozilla/5.0 (compatible; ArchiveBox/0.1; +https://archivebox.io)"},
     "CHECK_SSL_VALIDITY": {"type": "boolean", "default": True},
+    "COOKIES_FILE": {"type": "string", "default": "",
+                     "description": "Netscape cookies.txt sent by the hooks that fetch pages (a persona sets it)"},
     "URL_ALLOWLIST": {"type": "string", "default": "", "description": "Regex: only discovered links matching it become snapshots"},
     "URL_DENYLIST": {"type": "string", "default": "", "description": "Regex: discovered links matching it never become snapshots"},
 }

@@ -138,6 +138,7 @@ def chrome_hook(plugin, output_name, action_args, validate, capture_stdout=False
             binary, url, [] if capture_stdout else action_args(tmp), timeout,
             stdout_path=tmp if capture_stdout else None,
             extra_args=flags + (action_args(tmp) if capture_stdout else []),
+            user_agent=env_str(f"{plugin.upper()}_USER_AGENT", "", fallbacks=("USER_AGENT",)) or None,
         )
         if result.timed_out:
             transient(f"chromium timed out after {timeout}s")

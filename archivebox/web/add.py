@@ -1,7 +1,7 @@
 """Adding URLs from the web: a form that starts a crawl, and the crawl's progress page.
 
 The form takes what ``archivebox add`` takes (URLs, or any text with URLs in it; depth;
-tags; a choice of plugins, stored as the crawl's ``PLUGINS`` config) and creates the same
+tags; a choice of plugins, stored as the crawl's ``PLUGINS`` config; a persona) and creates the same
 Crawl row, woken at once. The progress page polls a small JSON view of the crawl's
 snapshot and result counts until the crawl is final.
 """
@@ -26,6 +26,8 @@ from archivebox.core.models import ArchiveResult, Crawl, Snapshot
 from archivebox.core.urlcheck import InvalidURL, check_url
 from archivebox.core.urlinput import InputError, candidates
 from archivebox.hooks.catalog import catalog, layers
+from archivebox.personas import store as persona_store
+from archivebox.personas.models import Persona
 from archivebox.tasks import registry
 from archivebox.tasks.dispatch import kick
 from archivebox.web import access
@@ -48,6 +50,8 @@ class AddForm(forms.Form):
     tags = forms.CharField(required=False, help_text="comma-separated")
     plugins = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple,
                                         help_text="none checked: every enabled plugin")
+    persona = forms.ModelChoiceField(queryset=Persona.objects.all(), required=False, to_field_name="name",
+                                     empty_label="(none)", help_text="archive with this persona's cookies and user agent")
     label = forms.CharField(required=False, max_length=255)
 
     def __init__(self, *args, **kwargs):
@@ -75,8 +79,9 @@ class AddForm(forms.Form):
         return ",".join(t.strip() for t in self.cleaned_data["tags"].split(",") if t.strip())
 
     def crawl_config(self) -> dict:
-        plugins = self.cleaned_data["plugins"]
-        return {"PLUGINS": ",".join(plugins)} if plugins else {}
+        plugins = self.cleaned_data.get("plugins")
+        persona = self.cleaned_data.get("persona")
+        return {**(persona_store.crawl_config(persona) if persona else {}), **({"PLUGINS": ",".join(plugins)} if plugins else {})}
 
     def clean(self):
         cleaned = super().clean()

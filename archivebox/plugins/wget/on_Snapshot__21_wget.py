@@ -78,6 +78,12 @@ def build_command(binary, url, timeout, warc_prefix):
     ]
     if not check_ssl:
         cmd.append("--no-check-certificate")
+    cookies = H.env_str("WGET_COOKIES_FILE", "", fallbacks=("COOKIES_FILE",))
+    if cookies:
+        if not os.path.isfile(cookies):
+            H.finish("failed", f"cookies file not found: {cookies}")
+        # The file's path only: its contents (a session) never reach the command line or a log.
+        cmd.append(f"--load-cookies={cookies}")
     if warc_prefix:
         cmd.append(f"--warc-file={warc_prefix}")
     cmd += H.env_list("WGET_EXTRA_ARGS", [])
