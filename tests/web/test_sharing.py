@@ -7,7 +7,9 @@ only) starts a crawl whose progress page follows it to the end; /rss/ lists new 
 
 from __future__ import annotations
 
+import json
 import re
+import urllib.request
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -90,7 +92,7 @@ def test_public_snapshots_serve_pages_and_sandboxed_files_to_anyone(collection, 
 
     plain = anonymous.get(f"/archive/{sid}/pagesaver/page.html")
     assert plain.status == 302 and re.fullmatch(rf"/archive/{sid}/{TOKEN}/pagesaver/page.html", plain.location)
-    served = anonymous._send(__import__("urllib.request").request.Request(
+    served = anonymous._send(urllib.request.Request(
         anonymous.base_url + plain.location, headers={"Sec-Fetch-Dest": "iframe"}))
     assert served.status == 200 and b"Saved copy of" in served.body
     assert "sandbox allow-scripts" in served.headers["content-security-policy"]
@@ -125,7 +127,7 @@ def test_add_page_starts_a_crawl_and_shows_its_progress(collection, serve):
     def finished():
         progress = staff.get(f"/crawl/{crawl_id}/progress.json")
         assert progress.status == 200 and progress.headers["content-type"] == "application/json"
-        data = __import__("json").loads(progress.body)
+        data = json.loads(progress.body)
         return data if data["finished"] else None
 
     data = wait_until(finished, timeout=60, interval=0.2, message="the crawl to finish")
