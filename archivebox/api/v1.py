@@ -27,6 +27,8 @@ from archivebox.api.models import token_for, user_of
 from archivebox.core.models import ArchiveResult, Crawl, Schedule, Snapshot, Tag
 from archivebox.core.models.schedule import BadSchedule
 from archivebox.core.urlcheck import InvalidURL, check_url
+from archivebox.personas import store as persona_store
+from archivebox.personas.models import Persona
 from archivebox.plugins.search import fts
 from archivebox.tasks import schedules
 from archivebox.tasks.actions import cancel_crawl, cancel_snapshot, queue_crawl
@@ -104,6 +106,7 @@ class AddCommandSchema(Schema):
     overwrite: bool = False
     only_new: bool = False
     index_only: bool = False
+    persona: str = ""
 
 
 class CLICommandResponseSchema(Schema):
@@ -131,6 +134,11 @@ def cli_add(request: HttpRequest, args: AddCommandSchema):
     if not urls or not 0 <= args.depth <= 9:
         return {"success": False, "errors": errors or ["no valid URL given"], "result": None, "stdout": "", "stderr": "\n".join(errors)}
     config = {"PLUGINS": args.plugins} if args.plugins else {}
+    if args.persona:
+        persona = Persona.objects.filter(name=args.persona).first()
+        if persona is None:
+            return {"success": False, "errors": [f"no persona named {args.persona!r}"], "result": None, "stdout": "", "stderr": ""}
+        config = {**persona_store.crawl_config(persona), **config}
     crawl = queue_crawl(urls, depth=args.depth, tags=args.tag, config=config, label=f"API add by {request.auth}")
     result = {"crawl_id": str(crawl.pk), "num_snapshots": 0, "snapshot_ids": [], "queued_urls": urls}
     return {"success": True, "errors": errors, "result": result, "result_format": "json",

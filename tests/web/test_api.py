@@ -154,3 +154,15 @@ def test_search_through_the_api(server):
     found = call(server, "POST", "/api/v1/cli/search", {"query": "nothing-is-indexed-here"}, headers=auth)[1]
     assert found["success"] is True and found["result"] == []  # no page was indexed (no search plugin here)
     assert call(server, "POST", "/api/v1/cli/search", {"query": " "}, headers=auth)[1]["success"] is False
+
+
+def test_add_as_a_persona_through_the_api(server):
+    auth = {"X-ArchiveBox-API-Key": token_of(server)["token"]}
+    unknown = call(server, "POST", "/api/v1/cli/add", {"urls": ["https://example.com/p"], "persona": "ghost"}, headers=auth)[1]
+    assert unknown["success"] is False and "ghost" in unknown["errors"][0]
+    server.collection.cli("persona", "create", "reader-bot", "--user-agent", "ReaderBot/1.0")
+    added = call(server, "POST", "/api/v1/cli/add", {"urls": ["https://example.com/p"], "persona": "reader-bot"}, headers=auth)[1]
+    assert added["success"] is True
+    config = json.loads(server.collection.scalar("SELECT config FROM core_crawl WHERE replace(id, '-', '') = ?",
+                                                 (added["result"]["crawl_id"].replace("-", ""),)))
+    assert "ReaderBot/1.0" in json.dumps(config)
