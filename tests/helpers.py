@@ -111,7 +111,7 @@ class Collection:
                    for t in ("crawl", "snapshot", "archiveresult", "process"))
 
     def list_json(self) -> list[dict]:
-        return [json.loads(line) for line in self.cli("list", "--json").stdout.splitlines() if line.strip()]
+        return [json.loads(line) for line in self.cli("list", "--jsonl").stdout.splitlines() if line.strip()]
 
     def log_text(self) -> str:
         return "\n".join(path.read_text(errors="replace") for path in self.logs if path.exists())

@@ -2,7 +2,9 @@
 
 URLs come from the arguments, from --file, or from stdin ("-", or when stdin is not a
 terminal and no URL is given). A file or stdin may be a list (one URL per line), prose
-with URLs in it, an RSS/Atom feed or an HTML page: its URLs are added. Invalid URLs are
+with URLs in it, an HTML page, a Netscape bookmarks export, an RSS/Atom feed, a Pinboard or
+Pocket export, or JSONL (url, title, tags, timestamp): the titles, tags and bookmark dates
+it gives are kept on the snapshots (a title until a hook finds a better one). Invalid URLs are
 reported one per line and skipped; the valid ones are still added. In the foreground the command returns
 when the crawl is sealed, running the worker pools in this process if none are running.
 """
@@ -18,55 +20,47 @@ from django.utils import timezone
 from archivebox.cli import CommandError
 from archivebox.cli.common import at_least, read_lines, setup_django
 from archivebox.cli.progress import Progress, crawl_counts, pools_alive
-from archivebox.config import ConfigError
 from archivebox.core.models import ArchiveResult, Crawl, Machine
-from archivebox.core.urlcheck import InvalidURL, check_url
-from archivebox.core.urlinput import InputError, candidates
-from archivebox.hooks.catalog import catalog, layers
+from archivebox.core.urlinput import PARSERS
 from archivebox.personas import store as persona_store
 from archivebox.personas.models import Persona
 from archivebox.pools import EmbeddedWorkers
 from archivebox.core import diskspace, rowsql
-from archivebox.tasks import registry
-from archivebox.tasks.dispatch import kick
+from archivebox.tasks.adding import AddError, AddOptions, NothingNew, add, parse_seconds, parse_size, read_seeds
 
 
 def register(parser) -> None:
     parser.add_argument("urls", nargs="*", metavar="URL", help="URLs to archive; '-' reads them from stdin")
-    parser.add_argument("--file", "-f", action="append", default=[], help="read URLs from this file, one per line")
+    parser.add_argument("--file", "-f", action="append", default=[], help="read URLs from this file (any format --parser reads)")
     parser.add_argument("--depth", "-d", type=int, default=0, help="follow links this many hops from the given pages (default 0)")
     parser.add_argument("--tag", "-t", action="append", default=[], help="tag the snapshots (repeatable, or comma-separated)")
     parser.add_argument("--config", "-c", action="append", default=[], metavar="KEY=VALUE", help="config for this crawl only")
     parser.add_argument("--label", default="", help="a name for the crawl")
     parser.add_argument("--persona", default="", help="archive as this persona: its cookies and user agent (see `archivebox persona`)")
+    parser.add_argument("--plugins", "-p", default="", help="only run these plugins, comma-separated (e.g. title,wget,screenshot)")
+    parser.add_argument("--max-urls", type=int, default=0, help="at most this many snapshots in the crawl, links found included (0 = no limit)")
+    parser.add_argument("--crawl-timeout", default="0", metavar="DURATION",
+                        help="cancel what is unfinished after this long, e.g. 600, 30m, 2h (0 = no limit)")
+    parser.add_argument("--snapshot-max-size", default="0", metavar="SIZE",
+                        help="once a snapshot's folder is larger (e.g. 45mb, 1gb), skip its hooks not yet started (0 = no limit)")
+    parser.add_argument("--only-new", action="store_true", help="skip URLs already archived (also links found while crawling)")
+    parser.add_argument("--parser", default="auto", choices=PARSERS,
+                        help="how to read files and stdin (default auto: lists, prose, HTML, Netscape bookmarks, RSS/Atom, "
+                             "Pinboard/Pocket JSON, JSONL)")
     parser.add_argument("--bg", action="store_true", help="only enqueue; return at once")
     parser.add_argument("--workers", type=int, default=4, help="tick workers when running the pools in this process")
 
 
 def gather(args) -> list[str]:
-    """URL candidates from the arguments, files and stdin (lists, prose, feeds, HTML)."""
-    found: list[str] = []
-    try:
-        for value in args.urls:
-            found += candidates(sys.stdin.read()) if value == "-" else [value.strip()]
-        for path in args.file:
-            found += candidates("\n".join(read_lines(path)))
-        if not args.urls and not args.file and not sys.stdin.isatty():
-            found += candidates(sys.stdin.read())
-    except InputError as err:
-        raise CommandError(str(err), code=2) from None
-    return [url for url in found if url]
-
-
-def split_valid(candidates: list[str]) -> tuple[list[str], list[str]]:
-    valid: dict[str, None] = {}
-    errors = []
-    for candidate in candidates:
-        try:
-            valid[check_url(candidate)] = None
-        except InvalidURL as err:
-            errors.append(str(err))
-    return list(valid), errors
+    """The texts to read URLs from: the arguments (one URL each), files and stdin."""
+    texts: list[str] = []
+    for value in args.urls:
+        texts.append(sys.stdin.read() if value == "-" else value.strip())
+    for path in args.file:
+        texts.append("\n".join(read_lines(path)))
+    if not args.urls and not args.file and not sys.stdin.isatty():
+        texts.append(sys.stdin.read())
+    return texts
 
 
 def parse_config(pairs: list[str]) -> dict[str, str]:
@@ -89,34 +83,40 @@ def persona_config(name: str) -> dict[str, str]:
     return persona_store.crawl_config(persona)
 
 
+def options_of(args) -> AddOptions:
+    return AddOptions(depth=args.depth, tags=args.tag, config=parse_config(args.config), label=args.label,
+                      plugins=[p.strip() for p in args.plugins.split(",") if p.strip()], max_urls=args.max_urls,
+                      crawl_timeout=parse_seconds(args.crawl_timeout, "--crawl-timeout"),
+                      snapshot_max_size=parse_size(args.snapshot_max_size, "--snapshot-max-size"), only_new=args.only_new)
+
+
 def run(args) -> int:
-    if args.depth < 0 or args.depth > 9:
-        raise CommandError(f"--depth must be between 0 and 9, got {args.depth}", code=2)
     at_least(args.workers, 1, "--workers")
-    setup_django()
-    urls, errors = split_valid(gather(args))
-    for error in errors:
-        print(f"archivebox add: error: invalid URL: {error}", file=sys.stderr)
-    if not urls:
-        raise CommandError("no valid URL to add" if errors else "no URL given (pass URLs, --file, or pipe them on stdin)", code=2)
-    crawl_config = parse_config(args.config)
-    plugins = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
+    at_least(args.max_urls, 0, "--max-urls")
     try:
-        plugins.check_keys(crawl_config)
-        crawl_config = {**persona_config(args.persona), **crawl_config}
-        plugins.validate(layers(crawl_config=crawl_config, file_values=settings.CONFIG_FILE_VALUES))
-    except ConfigError as err:
-        raise CommandError(f"invalid config: {err}", code=2) from None
-    tags = ",".join(t.strip() for value in args.tag for t in value.split(",") if t.strip())
-    crawl = Crawl.objects.create(urls="\n".join(urls), max_depth=args.depth, tags_str=tags, config=crawl_config,
-                                 label=args.label, retry_at=timezone.now())
-    try:
-        kick(registry.get("Crawl"), [(crawl.pk, crawl.retry_at)], settings.ENGINE)
-    except Exception as err:  # the crawl is saved; the orchestrator finds it when the queue is back
-        print(f"archivebox add: warning: crawl {crawl.pk} is saved, but the task queue did not take it yet "
-              f"({type(err).__name__}: {err}); it starts once the queue is reachable", file=sys.stderr)
+        options = options_of(args)
+        if not 0 <= options.depth <= 9:
+            raise AddError(f"--depth must be between 0 and 9, got {args.depth}")
+        setup_django()
+        options.persona_config = persona_config(args.persona)
+        texts = gather(args)
+        seeds, errors = read_seeds(texts, args.parser)
+        for error in errors:
+            print(f"archivebox add: error: invalid URL: {error}", file=sys.stderr)
+        if not seeds:
+            raise AddError("no valid URL to add" if errors else f"no URL found in the input (parser {args.parser})" if any(
+                t.strip() for t in texts) else "no URL given (pass URLs, --file, or pipe them on stdin)")
+        added = add(seeds, options)
+    except NothingNew as err:
+        print(f"Nothing to add: {err}.")
+        return 1 if errors else 0
+    except AddError as err:
+        raise CommandError(str(err), code=2) from None
+    crawl = added.crawl
+    if added.skipped_existing:
+        print(f"Skipped {len(added.skipped_existing)} URL(s) already archived (--only-new).")
     if args.bg:
-        print(f"Queued crawl {crawl.pk}: {len(urls)} URL(s), depth {args.depth}. Workers will archive it (see `archivebox status`).")
+        print(f"Queued crawl {crawl.pk}: {len(added.urls)} URL(s), depth {args.depth}. Workers will archive it (see `archivebox status`).")
         return 1 if errors else 0
     outcome = wait_for(crawl, args.workers)
     crawl.refresh_from_db()

@@ -1,21 +1,78 @@
-"""List snapshots (one JSON object per line with --json)."""
+"""List snapshots, filtered, sorted and in the format asked for.
+
+Filters: URL patterns (as --filter-type says: exact, substring, domain, regex, tag, id),
+--url (contains), --tag, --before/--after (a Unix timestamp or a date such as 2024-05-01:
+when the URL was bookmarked, else added), --search (URL, title, tags and the indexed text),
+--status, --crawl. Formats: text (default), --json (one JSON array), --jsonl (one object per
+line), --csv=col,col (columns: {columns}), --html (a static index page; links are relative
+to the data folder, so save it there: `archivebox list --html > index.html`).
+"""
 
 from __future__ import annotations
 
+import csv
+import datetime as dt
+import html
 import json
+import sys
+
+from django.conf import settings
 
 from archivebox.cli import CommandError
 from archivebox.cli.common import at_least, parse_uuid, setup_django
+from archivebox.core.filters import FILTER_TYPES, FilterError, SnapshotFilter, ordered, parse_when, select
 from archivebox.core.models import Snapshot
 
 CHUNK = 500
+CSV_COLUMNS = ("id", "timestamp", "url", "title", "status", "tags", "created_at", "bookmarked_at", "finished_at",
+               "crawl_id", "depth", "output_dir")
+__doc__ = __doc__.format(columns=", ".join(CSV_COLUMNS))
+
+
+def add_filter_arguments(parser) -> None:
+    """The filters ``list``, ``remove`` and ``extract`` share."""
+    parser.add_argument("patterns", nargs="*", metavar="PATTERN", help="URLs (or other patterns, see --filter-type) to select")
+    parser.add_argument("--filter-type", "-f", default="exact", choices=FILTER_TYPES, help="how PATTERNs match (default exact)")
+    parser.add_argument("--url", default="", help="only URLs containing this text")
+    parser.add_argument("--tag", "-t", default="", help="only snapshots with this tag")
+    parser.add_argument("--before", help="only URLs bookmarked (else added) before this Unix timestamp or date")
+    parser.add_argument("--after", help="only URLs bookmarked (else added) at or after this Unix timestamp or date")
+    parser.add_argument("--search", "-s", default="", help="only snapshots whose URL, title, tags or archived text contain this")
+    parser.add_argument("--status", help="only snapshots in this state")
+    parser.add_argument("--crawl", "--crawl-id", dest="crawl", help="only snapshots of this crawl id")
 
 
 def register(parser) -> None:
-    parser.add_argument("--json", action="store_true", help="one JSON object per snapshot per line")
-    parser.add_argument("--status", help="only snapshots in this state")
-    parser.add_argument("--crawl", help="only snapshots of this crawl id")
-    parser.add_argument("--limit", type=int, default=0, help="at most this many (newest first)")
+    add_filter_arguments(parser)
+    parser.add_argument("--sort", "-o", default="", help="sort by url, title, created_at, bookmarked_at, added, status, finished_at "
+                                                         "(prefix - for descending; default -created_at)")
+    parser.add_argument("--limit", "-n", type=int, default=0, help="at most this many")
+    formats = parser.add_mutually_exclusive_group()
+    formats.add_argument("--json", action="store_true", help="a JSON array of snapshots")
+    formats.add_argument("--jsonl", action="store_true", help="one JSON object per snapshot per line")
+    formats.add_argument("--csv", "-C", metavar="COLUMNS", help="CSV of these comma-separated columns")
+    formats.add_argument("--html", action="store_true", help="a static HTML index page")
+    parser.add_argument("--with-headers", action="store_true", help="a header row in --csv output")
+
+
+def filter_of(args) -> SnapshotFilter:
+    """The filter the shared arguments ask for (checked before Django opens the database)."""
+    crawl_id = parse_uuid(args.crawl, "--crawl") if args.crawl else None
+    if args.status and args.status not in Snapshot.graph.states:
+        raise CommandError(f"--status must be one of {', '.join(Snapshot.graph.states)}, got {args.status!r}", code=2)
+    try:
+        return SnapshotFilter(patterns=args.patterns, filter_type=args.filter_type, url=args.url, tag=args.tag,
+                              before=parse_when(args.before, "--before"), after=parse_when(args.after, "--after"),
+                              search=args.search, status=args.status or "", crawl_id=crawl_id)
+    except FilterError as err:
+        raise CommandError(str(err), code=2) from None
+
+
+def selected(spec: SnapshotFilter, sort: str = "", limit: int = 0):
+    try:
+        return ordered(select(spec, settings.DATA_DIR / "search.sqlite3"), sort, limit).prefetch_related("results", "tags")
+    except FilterError as err:
+        raise CommandError(str(err), code=2) from None
 
 
 def snapshot_json(snapshot: Snapshot) -> dict:
@@ -28,6 +85,8 @@ def snapshot_json(snapshot: Snapshot) -> dict:
         "tags": sorted(tag.name for tag in snapshot.tags.all()),
         "crawl_id": str(snapshot.crawl_id),
         "created_at": snapshot.created_at.isoformat(),
+        "bookmarked_at": snapshot.bookmarked_at.isoformat() if snapshot.bookmarked_at else None,
+        "finished_at": snapshot.finished_at.isoformat() if snapshot.finished_at else None,
         "output_dir": snapshot.output_dir_relative,
         "results": [
             {"plugin": r.plugin, "hook_name": r.hook_name, "status": r.status, "output_str": r.output_str, "attempts": r.attempts}
@@ -36,22 +95,76 @@ def snapshot_json(snapshot: Snapshot) -> dict:
     }
 
 
+def column(snapshot: Snapshot, name: str) -> str:
+    if name == "timestamp":
+        return f"{(snapshot.bookmarked_at or snapshot.created_at).timestamp():.6f}"
+    if name == "tags":
+        return ",".join(sorted(tag.name for tag in snapshot.tags.all()))
+    if name == "output_dir":
+        return snapshot.output_dir_relative
+    value = getattr(snapshot, name)
+    if isinstance(value, dt.datetime):
+        return value.isoformat()
+    return "" if value is None else str(value)
+
+
+def csv_columns(spec: str) -> list[str]:
+    columns = [c.strip() for c in spec.split(",") if c.strip()]
+    unknown = [c for c in columns if c not in CSV_COLUMNS]
+    if not columns or unknown:
+        raise CommandError(f"--csv columns must be among {', '.join(CSV_COLUMNS)}, got {spec!r}", code=2)
+    return columns
+
+
 def run(args) -> int:
     at_least(args.limit, 0, "--limit")
-    crawl_id = parse_uuid(args.crawl, "--crawl") if args.crawl else None
-    if args.status and args.status not in Snapshot.graph.states:
-        raise CommandError(f"--status must be one of {', '.join(Snapshot.graph.states)}, got {args.status!r}", code=2)
+    columns = csv_columns(args.csv) if args.csv is not None else None
+    spec = filter_of(args)
     setup_django()
-    snapshots = Snapshot.objects.order_by("-created_at").prefetch_related("results", "tags")
-    if args.status:
-        snapshots = snapshots.filter(status=args.status)
-    if args.crawl:
-        snapshots = snapshots.filter(crawl_id=crawl_id)
-    if args.limit:
-        snapshots = snapshots[: args.limit]
-    for snapshot in snapshots.iterator(chunk_size=CHUNK):
-        if args.json:
+    snapshots = selected(spec, args.sort, args.limit).iterator(chunk_size=CHUNK)
+    if args.json:
+        print(json.dumps([snapshot_json(s) for s in snapshots], ensure_ascii=False, indent=2))
+    elif args.jsonl:
+        for snapshot in snapshots:
             print(json.dumps(snapshot_json(snapshot), ensure_ascii=False))
-        else:
+    elif columns:
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        if args.with_headers:
+            writer.writerow(columns)
+        for snapshot in snapshots:
+            writer.writerow([column(snapshot, name) for name in columns])
+    elif args.html:
+        sys.stdout.write(html_index(snapshots))
+    else:
+        for snapshot in snapshots:
             print(f"{snapshot.status:8} {snapshot.created_at:%Y-%m-%d %H:%M}  {snapshot.url}  {snapshot.title[:60]}")
     return 0
+
+
+def html_index(snapshots) -> str:
+    """A self-contained index page; each row links to the snapshot's own archived index.html."""
+    e = html.escape
+    rows = []
+    count = 0
+    for snapshot in snapshots:
+        count += 1
+        added = snapshot.bookmarked_at or snapshot.created_at
+        tags = " ".join(f'<span class="tag">{e(tag.name)}</span>' for tag in snapshot.tags.all())
+        rows.append(
+            f'<tr><td>{added:%Y-%m-%d %H:%M}</td>'
+            f'<td><a href="{e(snapshot.output_dir_relative)}/index.html">{e(snapshot.title or snapshot.url)}</a> {tags}</td>'
+            f'<td><a href="{e(snapshot.url)}" rel="noreferrer">{e(snapshot.url)}</a></td><td>{e(snapshot.status)}</td></tr>')
+    generated = dt.datetime.now(dt.timezone.utc)
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Archived pages</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>body{{font-family:system-ui,sans-serif;margin:2em}}table{{border-collapse:collapse;width:100%}}
+td,th{{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-align:top}}
+td:nth-child(3){{word-break:break-all;font-size:.9em}}.tag{{background:#eef;border-radius:3px;padding:0 .3em;font-size:.8em}}</style>
+</head><body><h1>Archived pages</h1>
+<p>{count} snapshot(s), generated {generated:%Y-%m-%d %H:%M} UTC.</p>
+<table><thead><tr><th>Added</th><th>Title</th><th>Original URL</th><th>Status</th></tr></thead>
+<tbody>
+{chr(10).join(rows)}
+</tbody></table></body></html>
+"""

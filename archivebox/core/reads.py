@@ -9,10 +9,13 @@ far ahead rows wait when something else will wake them.
 from __future__ import annotations
 
 import datetime as dt
+import os
+from pathlib import Path
 
 from django.conf import settings
 
 from archivebox.core.models import ArchiveResult, Crawl, Snapshot
+from archivebox.hooks import config as plugin_config
 from archivebox.hooks.catalog import catalog, layers
 from archivebox.hooks.discovery import HookScript
 
@@ -29,6 +32,12 @@ def owner_layers(crawl: Crawl, snapshot: Snapshot | None = None) -> list:
     """The config layers of a crawl's (or one of its snapshots') hooks, most specific first."""
     return layers(snapshot_config=snapshot.config if snapshot else None, crawl_config=crawl.config,
                   file_values=settings.CONFIG_FILE_VALUES)
+
+
+def crawl_option(crawl: Crawl, key: str, snapshot: Snapshot | None = None):
+    """A typed engine-wide key (ONLY_NEW, MAX_URLS, CRAWL_TIMEOUT, SNAPSHOT_MAX_SIZE...) as the
+    crawl (or snapshot) sees it: its own config, then the environment, then ArchiveBox.conf."""
+    return plugin_config.resolve_key(key, plugin_config.GLOBAL_SCHEMA[key], owner_layers(crawl, snapshot))
 
 
 def expected_hooks(crawl: Crawl, snapshot: Snapshot | None = None) -> list[HookScript]:
@@ -55,3 +64,15 @@ def find_hook(plugin: str, hook_name: str, model: str) -> HookScript | None:
         if hook.plugin == plugin and hook.hook_name == hook_name:
             return hook
     return None
+
+
+def folder_size(path: Path) -> int:
+    """Bytes of the regular files under ``path`` (0 if it does not exist); symlinks are not followed."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                continue  # removed while we looked: it no longer counts
+    return total

@@ -41,6 +41,12 @@ GLOBAL_SCHEMA: dict[str, dict[str, Any]] = {
                      "description": "Netscape cookies.txt sent by the hooks that fetch pages (a persona sets it)"},
     "URL_ALLOWLIST": {"type": "string", "default": "", "description": "Regex: only discovered links matching it become snapshots"},
     "URL_DENYLIST": {"type": "string", "default": "", "description": "Regex: discovered links matching it never become snapshots"},
+    "ONLY_NEW": {"type": "boolean", "default": False, "description": "Skip URLs that already have a snapshot in another crawl"},
+    "MAX_URLS": {"type": "integer", "default": 0, "minimum": 0, "description": "At most this many snapshots per crawl (0 = no limit)"},
+    "CRAWL_TIMEOUT": {"type": "integer", "default": 0, "minimum": 0,
+                      "description": "Seconds a crawl may run before its unfinished snapshots are cancelled (0 = no limit)"},
+    "SNAPSHOT_MAX_SIZE": {"type": "integer", "default": 0, "minimum": 0,
+                          "description": "Bytes; once a snapshot's folder is larger, its hooks not yet started are skipped (0 = no limit)"},
 }
 
 _MISSING = object()

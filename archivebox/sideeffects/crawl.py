@@ -5,12 +5,14 @@ from __future__ import annotations
 import logging
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from archivebox.core.models import ArchiveResult, Crawl, Snapshot, Tag
 from archivebox.core.urlcheck import is_valid_url
 from archivebox.sideeffects.queue import sideeffect
-from archivebox.core.reads import parked, results_of
+from archivebox.core.reads import crawl_option, parked, results_of
+from archivebox.core.urlinput import Seed
 from archivebox.sideeffects.results import create_results
 from archivebox.tasks.dispatch import wake_rows
 from archivebox.core import rowsql
@@ -32,21 +34,55 @@ def crawl_started(crawl_id) -> None:
     wake_rows(Crawl, [crawl.pk])
 
 
-def create_snapshots(crawl: Crawl, urls: list[str], depth: int, parent_id=None) -> int:
-    """Bulk-create parked, queued snapshots (duplicates within the crawl are ignored), tagged
-    with the crawl's tags. Returns how many were created (not counting the duplicates)."""
-    now = timezone.now()
-    tags = [Tag.objects.get_or_create(name=name)[0] for name in crawl.tag_names]
+def create_snapshots(crawl: Crawl, seeds: list[str | Seed], depth: int, parent_id=None) -> int:
+    """Bulk-create parked, queued snapshots tagged with the crawl's tags (and a seed's own
+    title, tags and bookmark date). Duplicates within the crawl are ignored; with ONLY_NEW,
+    URLs archived by another crawl are skipped; with MAX_URLS the crawl never holds more
+    snapshots than that. Returns how many were created."""
+    seeds = [seed if isinstance(seed, Seed) else Seed(seed) for seed in seeds]
+    if crawl_option(crawl, "ONLY_NEW"):
+        seeds = [seed for seed in seeds if not already_archived(seed.url, crawl.pk)]
+    max_urls = crawl_option(crawl, "MAX_URLS")
     created = 0
-    for start in range(0, len(urls), BATCH):
-        batch = urls[start:start + BATCH]
-        rows = [Snapshot(crawl=crawl, url=url, depth=depth, parent_id=parent_id, retry_at=parked(now)) for url in batch]
-        Snapshot.objects.bulk_create(rows, ignore_conflicts=True)
-        created += Snapshot.objects.filter(pk__in=[row.pk for row in rows]).count()  # an ignored duplicate's id is not stored
-        if tags:
-            ids = Snapshot.objects.filter(crawl=crawl, url__in=batch).values_list("pk", flat=True)
-            through = Snapshot.tags.through
-            through.objects.bulk_create([through(snapshot_id=pk, tag_id=tag.pk) for pk in ids for tag in tags], ignore_conflicts=True)
+    for start in range(0, len(seeds), BATCH):
+        with transaction.atomic():
+            if max_urls:
+                # The crawl row's lock serialises concurrent creators, so the cap holds (SQLite's
+                # IMMEDIATE transactions serialise them anyway).
+                Crawl.objects.select_for_update().filter(pk=crawl.pk).exists()
+                room = max_urls - Snapshot.objects.filter(crawl=crawl).count()
+                if room <= 0:
+                    logger.info("crawl %s: MAX_URLS=%s reached, %d URL(s) not added", crawl.pk, max_urls, len(seeds) - start)
+                    break
+                batch = seeds[start:start + min(BATCH, room)]
+            else:
+                batch = seeds[start:start + BATCH]
+            created += _create_batch(crawl, batch, depth, parent_id)
+    return created
+
+
+def already_archived(url: str, crawl_id) -> bool:
+    return Snapshot.objects.filter(url=url).exclude(crawl_id=crawl_id).exists()
+
+
+def _create_batch(crawl: Crawl, batch: list[Seed], depth: int, parent_id) -> int:
+    now = timezone.now()
+    first: dict[str, Seed] = {}
+    for seed in batch:
+        first.setdefault(seed.url, seed)
+    batch = list(first.values())
+    rows = [Snapshot(crawl=crawl, url=seed.url, depth=depth, parent_id=parent_id, retry_at=parked(now), title=seed.title,
+                     bookmarked_at=seed.bookmarked_at) for seed in batch]
+    Snapshot.objects.bulk_create(rows, ignore_conflicts=True)
+    created = Snapshot.objects.filter(pk__in=[row.pk for row in rows]).count()  # an ignored duplicate's id is not stored
+    names = set(crawl.tag_names) | {tag for seed in batch for tag in seed.tags}
+    if names:
+        tags = {name: Tag.objects.get_or_create(name=name)[0] for name in sorted(names)}
+        ids = dict(Snapshot.objects.filter(crawl=crawl, url__in=[seed.url for seed in batch]).values_list("url", "pk"))
+        through = Snapshot.tags.through
+        links = [through(snapshot_id=ids[seed.url], tag_id=tags[name].pk)
+                 for seed in batch if seed.url in ids for name in dict.fromkeys([*crawl.tag_names, *seed.tags])]
+        through.objects.bulk_create(links, ignore_conflicts=True)
     return created
 
 
@@ -69,8 +105,8 @@ def create_root_snapshots(crawl_id) -> None:
     crawl = Crawl.objects.filter(pk=crawl_id).first()
     if crawl is None or crawl.status != "started":
         return
-    urls = [url for url in crawl.seed_urls if is_valid_url(url)]
-    create_snapshots(crawl, urls, depth=0)
+    seeds = [seed for seed in crawl.seeds if is_valid_url(seed.url)]
+    create_snapshots(crawl, seeds, depth=0)
     activate(crawl.pk, settings.ENGINE.snapshot_max_active)
     wake_rows(Crawl, [crawl.pk])
 

@@ -58,6 +58,7 @@ from archivebox.hooks.output import HookReport, Outlink, read_report
 from archivebox.process import forkclient, runner, sweep
 from archivebox.process.registry import current_worker
 from archivebox.process.threadpool import IDLE, ThreadPool
+from archivebox.core.urlinput import better_title
 from archivebox.sideeffects.crawl import create_snapshots
 from archivebox.sideeffects.queue import sideeffect
 from archivebox.tasks.dispatch import wake_rows
@@ -344,8 +345,10 @@ def _read(row: Process, job: Attempt) -> HookReport:
 def apply_report(report: HookReport, snapshot: Snapshot | None) -> None:
     if snapshot is None:
         return
-    if report.title:
+    if better_title(report.title, snapshot.url):
         Snapshot.objects.filter(pk=snapshot.pk).update(title=report.title)
+    elif report.title:  # no better than the URL: only where there is no title yet (an import's is kept)
+        Snapshot.objects.filter(pk=snapshot.pk, title="").update(title=report.title)
     for name in report.tags:
         tag, _ = Tag.objects.get_or_create(name=name)
         snapshot.tags.add(tag)

@@ -17,7 +17,7 @@ from archivebox.config import ConfigError, EngineConfig
 from archivebox.core.models import SNAPSHOTS_STEP, ArchiveResult, Crawl, Process, Snapshot
 from archivebox.hooks.catalog import catalog
 from archivebox.hooks.discovery import is_finite
-from archivebox.core.reads import PARK, expected_hooks, owner_layers, parked, results_of
+from archivebox.core.reads import PARK, crawl_option, expected_hooks, folder_size, owner_layers, parked, results_of
 from archivebox.core import rowsql
 from archivebox.tasks.registry import Decision, Go, Wait
 from archivebox.transitions import archiveresult as ar_t
@@ -163,6 +163,9 @@ def walk_steps(owner, results: list[ResultView], actions: StepActions, now: dt.d
 def handle_crawl(crawl: Crawl, *, now: dt.datetime, config: EngineConfig) -> Decision:
     if crawl.status == "queued":
         return Go(crawl_t.transition_crawl_queued_to_started, {"check_at": now + seconds(config.sideeffect_lost_after)})
+    overdue = crawl_overdue(crawl, now)
+    if overdue:
+        return Go(crawl_t.transition_crawl_give_up, {"error": overdue})
     if crawl.current_step < SNAPSHOTS_STEP:
         return crawl_hooks_step(crawl, now, config)
     snapshots = Snapshot.objects.filter(crawl=crawl)
@@ -177,6 +180,17 @@ def handle_crawl(crawl: Crawl, *, now: dt.datetime, config: EngineConfig) -> Dec
         # Sealed snapshots' background hooks are being stopped; the crawl ends once they are recorded.
         return Wait(recheck(now, config), "background hooks of its snapshots being recorded")
     return Go(crawl_t.transition_crawl_started_to_sealed)
+
+
+def crawl_overdue(crawl: Crawl, now: dt.datetime) -> str:
+    """Why a started crawl must end now (its CRAWL_TIMEOUT passed), or ""."""
+    try:
+        timeout = crawl_option(crawl, "CRAWL_TIMEOUT")
+    except ConfigError as err:
+        return f"config error: {err}"
+    if timeout and crawl.started_at and now >= crawl.started_at + seconds(timeout):
+        return f"CRAWL_TIMEOUT: still running after {timeout}s; its unfinished snapshots were cancelled"
+    return ""
 
 
 def crawl_hooks_step(crawl: Crawl, now: dt.datetime, config: EngineConfig) -> Decision:
@@ -201,6 +215,8 @@ def handle_snapshot(snapshot: Snapshot, *, now: dt.datetime, config: EngineConfi
         if Snapshot.objects.filter(status="started").count() >= config.snapshot_max_active:
             return Wait(parked(now), f"SNAPSHOT_MAX_ACTIVE={config.snapshot_max_active} snapshots in progress")
         return Go(snapshot_t.transition_snapshot_queued_to_started, {"check_at": now + seconds(config.sideeffect_lost_after)})
+    if crawl.status == "failed":
+        return Go(snapshot_t.transition_snapshot_give_up, {"error": f"its crawl failed or was cancelled: {crawl.last_error[:200]}"})
     return walk_steps(snapshot, read_results("Snapshot", snapshot.pk), SNAPSHOT_STEPS, now, config)
 
 
@@ -234,11 +250,28 @@ def start_or_wait(result: ArchiveResult, owner, now: dt.datetime, config: Engine
         return Go(ar_t.transition_archiveresult_queued_to_skipped, {"reason": f"its {kind} was {owner.status} before this hook ran"})
     if owner.status != "started" or result.step > owner.current_step:
         return Wait(parked(now), f"waiting for step {result.step}")
+    too_big = oversized(result)
+    if too_big:
+        return Go(ar_t.transition_archiveresult_queued_to_skipped, {"reason": too_big})
     try:
         timeout = hook_timeout(result)
     except ConfigError as err:
         return Go(ar_t.transition_archiveresult_give_up, {"error": f"config error: {err}"})
     return Go(ar_t.transition_archiveresult_queued_to_started, {"check_at": now + seconds(min(config.sideeffect_lost_after, timeout))})
+
+
+def oversized(result: ArchiveResult) -> str:
+    """Why a snapshot's hook must not start because its folder passed SNAPSHOT_MAX_SIZE, or ""."""
+    if not result.snapshot_id:
+        return ""
+    try:
+        limit = crawl_option(result.crawl, "SNAPSHOT_MAX_SIZE", result.snapshot)
+    except ConfigError as err:
+        return f"config error: {err}"
+    if not limit:
+        return ""
+    size = folder_size(result.snapshot.output_dir)
+    return f"SNAPSHOT_MAX_SIZE: the snapshot already holds {size} bytes (limit {limit})" if size > limit else ""
 
 
 def judge_attempt(result: ArchiveResult, owner, now: dt.datetime, config: EngineConfig) -> Decision:

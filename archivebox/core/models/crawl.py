@@ -4,6 +4,7 @@ from django.db import models
 
 from archivebox.core.models.base import StatefulModel, due_index, lifecycle_constraints, status_field, uuid7
 from archivebox.core.graphs import CrawlGraph
+from archivebox.core.urlinput import Seed
 
 # current_step runs 0..9 through the crawl's own hooks; SNAPSHOTS_STEP means they are
 # done and the crawl's snapshots are being archived.
@@ -18,7 +19,7 @@ class Crawl(StatefulModel):
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     status = status_field(CrawlGraph)
-    urls = models.TextField(help_text="Seed URLs, one per line")
+    urls = models.TextField(help_text="Seed URLs, one per line (a JSON line {url, title, tags, timestamp} keeps an import's metadata)")
     max_depth = models.PositiveSmallIntegerField(default=0)
     tags_str = models.CharField(max_length=1024, blank=True, default="")
     label = models.CharField(max_length=255, blank=True, default="")
@@ -36,8 +37,12 @@ class Crawl(StatefulModel):
         return self.label or f"crawl {self.id}"
 
     @property
+    def seeds(self) -> list[Seed]:
+        return [seed for seed in map(Seed.from_line, self.urls.splitlines()) if seed is not None and seed.url]
+
+    @property
     def seed_urls(self) -> list[str]:
-        return [line.strip() for line in self.urls.splitlines() if line.strip()]
+        return [seed.url for seed in self.seeds]
 
     @property
     def tag_names(self) -> list[str]:

@@ -19,6 +19,8 @@ class Snapshot(StatefulModel):
     url = models.TextField()
     depth = models.PositiveSmallIntegerField(default=0)
     title = models.TextField(blank=True, default="")
+    # When the URL was bookmarked, as the import it came from says (None when added by hand).
+    bookmarked_at = models.DateTimeField(null=True, blank=True)
     tags = models.ManyToManyField("core.Tag", blank=True, related_name="snapshots")
     config = models.JSONField(default=dict, blank=True)
     current_step = models.PositiveSmallIntegerField(default=0)

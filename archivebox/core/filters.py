@@ -1,0 +1,156 @@
+"""Choosing snapshots: the filters ``list``, ``remove``, ``extract`` and the REST API share.
+
+Patterns are matched as ArchiveBox's ``--filter-type`` does (``exact``, ``substring``,
+``domain``, ``regex``, ``tag``, plus ``id`` for snapshot ids or their prefixes); the other
+filters narrow further. Dates (``before``/``after``) compare with when the URL was
+bookmarked, as its import said, else when it was added; they accept a Unix timestamp or
+an ISO 8601 date. ``search`` matches the URL, title or a tag, and the full text the
+``search`` plugin indexed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import sqlite3
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.db.models import Q, QuerySet
+from django.db.models.functions import Coalesce
+
+from archivebox.core.models import Snapshot
+from archivebox.plugins.search import fts
+
+FILTER_TYPES = ("exact", "substring", "domain", "regex", "tag", "id")
+SORTABLE = ("created_at", "bookmarked_at", "added", "url", "title", "status", "finished_at")
+FULL_TEXT_LIMIT = 10000
+
+
+class FilterError(ValueError):
+    """A filter that cannot be applied; the message names it in one line."""
+
+
+def parse_when(value: str | float | None, option: str) -> dt.datetime | None:
+    """A timezone-aware datetime from a Unix timestamp or an ISO 8601 date (UTC if no zone)."""
+    if value in (None, ""):
+        return None
+    text = str(value).strip()
+    try:
+        if re.fullmatch(r"-?\d+(\.\d+)?", text):
+            return dt.datetime.fromtimestamp(float(text), tz=dt.timezone.utc)
+        parsed = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except (ValueError, OverflowError, OSError):
+        raise FilterError(f"{option} expects a Unix timestamp or a date such as 2024-05-01, got {text!r}") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
+
+
+@dataclass
+class SnapshotFilter:
+    """What to select; empty fields select everything."""
+
+    patterns: Sequence[str] = ()
+    filter_type: str = "exact"
+    url: str = ""  # URL contains (case-insensitive)
+    tag: str = ""
+    before: dt.datetime | None = None
+    after: dt.datetime | None = None
+    search: str = ""
+    status: str = ""
+    crawl_id: uuid.UUID | None = None
+    ids: Sequence = field(default_factory=tuple)
+
+
+def select(spec: SnapshotFilter, search_db: Path | None = None) -> QuerySet:
+    """The snapshots ``spec`` selects (unordered, ``added`` annotated: bookmarked_at, else created_at)."""
+    if spec.filter_type not in FILTER_TYPES:
+        raise FilterError(f"filter type must be one of {', '.join(FILTER_TYPES)}, got {spec.filter_type!r}")
+    if spec.status and spec.status not in Snapshot.graph.states:
+        raise FilterError(f"status must be one of {', '.join(Snapshot.graph.states)}, got {spec.status!r}")
+    snapshots = Snapshot.objects.annotate(added=Coalesce("bookmarked_at", "created_at"))
+    if spec.patterns:
+        snapshots = snapshots.filter(_patterns(spec.patterns, spec.filter_type))
+    if spec.ids:
+        snapshots = snapshots.filter(pk__in=list(spec.ids))
+    if spec.url:
+        snapshots = snapshots.filter(url__icontains=spec.url)
+    if spec.tag:
+        snapshots = snapshots.filter(tags__name__iexact=spec.tag)
+    if spec.before:
+        snapshots = snapshots.filter(added__lt=spec.before)
+    if spec.after:
+        snapshots = snapshots.filter(added__gte=spec.after)
+    if spec.status:
+        snapshots = snapshots.filter(status=spec.status)
+    if spec.crawl_id:
+        snapshots = snapshots.filter(crawl_id=spec.crawl_id)
+    if spec.search:
+        matches = Q(url__icontains=spec.search) | Q(title__icontains=spec.search) | Q(tags__name__icontains=spec.search)
+        found = full_text_ids(spec.search, search_db) if search_db else []
+        snapshots = snapshots.filter(matches | Q(pk__in=found) if found else matches)
+    return snapshots.distinct() if spec.tag or spec.search or spec.filter_type == "tag" else snapshots
+
+
+def ordered(snapshots: QuerySet, sort: str = "", limit: int = 0) -> QuerySet:
+    """Sorted by ``sort`` (a field, ``-field`` for descending; newest first by default), at most ``limit``."""
+    sort = sort or "-created_at"
+    if sort.lstrip("-") not in SORTABLE:
+        raise FilterError(f"sort must be one of {', '.join(SORTABLE)} (prefix - for descending), got {sort!r}")
+    snapshots = snapshots.order_by(sort, "-created_at" if sort.lstrip("-") != "created_at" else "pk")
+    return snapshots[:limit] if limit else snapshots
+
+
+def _patterns(patterns: Sequence[str], filter_type: str) -> Q:
+    query = Q()
+    for pattern in patterns:
+        if filter_type == "exact":
+            query |= Q(url=pattern)
+        elif filter_type == "substring":
+            query |= Q(url__icontains=pattern)
+        elif filter_type == "domain":
+            host = re.escape(pattern.lower().strip("/"))
+            query |= Q(url__iregex=rf"^https?://([^/@]*@)?([^/]*\.)?{host}(:\d+)?([/?#]|$)")
+        elif filter_type == "regex":
+            try:
+                re.compile(pattern)
+            except re.error as err:
+                raise FilterError(f"invalid regex {pattern!r}: {err}") from None
+            query |= Q(url__regex=pattern)
+        elif filter_type == "tag":
+            query |= Q(tags__name__iexact=pattern)
+        else:
+            query |= _id_match(pattern)
+    return query
+
+
+def _id_match(value: str) -> Q:
+    """A full snapshot id, or the first characters of one (as ``list`` shows them)."""
+    value = value.strip().lower()
+    try:
+        return Q(pk=uuid.UUID(value))
+    except ValueError:
+        pass
+    if not re.fullmatch(r"[0-9a-f-]{4,36}", value):
+        raise FilterError(f"not a snapshot id: {value!r}")
+    hex_digits = value.replace("-", "")
+    low = uuid.UUID(hex_digits.ljust(32, "0"))
+    high = uuid.UUID(hex_digits.ljust(32, "f"))
+    return Q(pk__gte=low, pk__lte=high)
+
+
+def full_text_ids(text: str, search_db: Path) -> list[str]:
+    """Ids of the snapshots whose indexed text has every word of ``text``."""
+    query = fts.literal_query(text)
+    if not query:
+        return []
+    try:
+        return [uuid.UUID(row["snapshot_id"]) for row in fts.search(str(search_db), query, limit=FULL_TEXT_LIMIT)]
+    except (ValueError, sqlite3.Error) as err:
+        raise FilterError(f"full-text search failed: {err}") from None
+
+
+def snapshots_of_url(url: str) -> QuerySet:
+    """Every snapshot of one URL, newest first: the URL's timeline."""
+    return Snapshot.objects.filter(url=url).order_by("-created_at")
