@@ -45,7 +45,7 @@ def add_filter_arguments(parser) -> None:
 def register(parser) -> None:
     add_filter_arguments(parser)
     parser.add_argument("--sort", "-o", default="", help="sort by url, title, created_at, bookmarked_at, added, status, finished_at "
-                                                         "(prefix - for descending; default -created_at)")
+                                                         "(prefix - for descending, as --sort=-url; default -created_at)")
     parser.add_argument("--limit", "-n", type=int, default=0, help="at most this many")
     formats = parser.add_mutually_exclusive_group()
     formats.add_argument("--json", action="store_true", help="a JSON array of snapshots")

@@ -47,6 +47,9 @@ class ArchiveResultGraph(StateGraph):
     # started -> queued is a retry with backoff after a transient failure.
     started.transitions_to(queued, succeeded, failed, skipped, noresults)
     failed.reopens_to(queued)
+    # A user's re-extract runs a finished hook again.
+    succeeded.reopens_to(queued)
+    skipped.reopens_to(queued)
 
 
 class ProcessGraph(StateGraph):

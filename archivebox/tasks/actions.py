@@ -1,4 +1,4 @@
-"""What users do to rows (CLI, admin): cancel, retry, re-snapshot.
+"""What users do to rows (CLI, admin, API): cancel, retry, re-snapshot, re-extract, remove.
 
 A user's action races with ticks like any other writer. It is a compare-and-swap on
 the row's current status, retried on the freshly read row until it wins or the row is
@@ -10,14 +10,22 @@ tick's write lands first and the action applies to the row's new state.
 from __future__ import annotations
 
 import logging
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
-from archivebox.core.models import Crawl, Snapshot
+from archivebox.core import rowsql
+from archivebox.core.models import ArchiveResult, Crawl, Snapshot
+from archivebox.core.reads import parked
+from archivebox.hooks.catalog import catalog
+from archivebox.plugins.search import fts
 from archivebox.tasks import registry
 from archivebox.tasks.dispatch import kick, wake_rows
-from archivebox.transitions.archiveresult import transition_archiveresult_reopen
+from archivebox.transitions.archiveresult import transition_archiveresult_reopen, transition_archiveresult_rerun
 from archivebox.transitions.crawl import transition_crawl_give_up
 from archivebox.transitions.snapshot import transition_snapshot_give_up, transition_snapshot_reopen
 
@@ -91,3 +99,75 @@ def queue_crawl(urls: list[str], *, depth: int = 0, tags: str = "", config: dict
     except Exception as err:  # the row is the truth: the orchestrator picks it up
         logger.warning("crawl %s is saved, but the task queue did not take it yet: %s", crawl.pk, err)
     return crawl
+
+
+def rerun_plugins(snapshot_ids, plugins: list[str]) -> tuple[int, list]:
+    """Run the hooks of ``plugins`` again on finished snapshots (or add them if they never ran),
+    in step order, leaving the other results as they are. Snapshots still running are left
+    alone (their hooks are running already). Returns how many results were queued and the
+    ids of the snapshots re-opened."""
+    now = timezone.now()
+    wanted = {name.lower() for name in plugins}
+    hooks = [hook for hook in catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).all_hooks("Snapshot") if hook.plugin.lower() in wanted]
+    queued, reopened = 0, []
+    for snapshot in Snapshot.objects.filter(pk__in=list(snapshot_ids), status__in=sorted(Snapshot.graph.finals)).iterator(chunk_size=500):
+        # One transaction: a tick sees the snapshot re-opened together with its re-queued
+        # results, never a re-opened snapshot with nothing left to run (it would seal at once)
+        # nor a re-queued result of a sealed snapshot (it would be skipped).
+        with transaction.atomic():
+            existing = {(r.plugin, r.hook_name): r for r in
+                        ArchiveResult.objects.filter(snapshot=snapshot, plugin__in=[h.plugin for h in hooks])}
+            rows = [ArchiveResult(crawl_id=snapshot.crawl_id, snapshot=snapshot, plugin=h.plugin, hook_name=h.hook_name, step=h.step,
+                                  background=h.background, retry_at=parked(now))
+                    for h in hooks if (h.plugin, h.hook_name) not in existing]
+            rowsql.insert_new(rows)
+            count = len(rows) + sum(1 for result in existing.values() if result.is_final and transition_archiveresult_rerun(
+                result, now=now, max_attempts=settings.ENGINE.hook_max_attempts))
+            if count and transition_snapshot_reopen(snapshot, now=now):
+                reopened.append(snapshot.pk)
+                queued += count
+            elif count:
+                transaction.set_rollback(True)
+    wake_rows(Snapshot, reopened)
+    return queued, reopened
+
+
+def running(snapshots) -> list:
+    """Ids of the snapshots among ``snapshots`` whose hooks are running (or about to)."""
+    return list(snapshots.filter(status="started").values_list("pk", flat=True))
+
+
+@dataclass
+class Removed:
+    """What :func:`remove_snapshots` did."""
+
+    snapshots: int = 0
+    folders: int = 0
+    kept_folders: list[Path] = field(default_factory=list)
+
+
+def remove_snapshots(snapshot_ids, delete_files: bool = True) -> Removed:
+    """Delete the snapshots' rows (with their results and Process rows), their search index
+    entries and, with ``delete_files``, their folders. Callers refuse (or cancel) running
+    snapshots first: a hook still writing would leave a folder behind."""
+    ids = list(snapshot_ids)
+    done = Removed()
+    folders = [snapshot.output_dir for snapshot in Snapshot.objects.filter(pk__in=ids).only("id")]
+    search_db = settings.DATA_DIR / "search.sqlite3"
+    for start in range(0, len(ids), 500):
+        batch = ids[start:start + 500]
+        with transaction.atomic():
+            done.snapshots += Snapshot.objects.filter(pk__in=batch).delete()[1].get(Snapshot._meta.label, 0)
+        for snapshot_id in batch:
+            fts.remove_snapshot(str(search_db), snapshot_id)
+    archive = settings.ARCHIVE_DIR.resolve()
+    for folder in folders:
+        if not folder.exists():
+            continue
+        if not delete_files or archive not in folder.resolve().parents:
+            done.kept_folders.append(folder)
+            continue
+        shutil.rmtree(folder)
+        done.folders += 1
+    logger.info("removed %d snapshot(s) and %d folder(s)", done.snapshots, done.folders)
+    return done

@@ -70,3 +70,11 @@ def transition_archiveresult_reopen(result: ArchiveResult, *, now: dt.datetime, 
     return move(result, "failed", "queued", now=now, retry_at=now, fields={
         "finished_at": None, "tick_errors": 0, "last_error": "", "attempt_limit": result.attempts + max_attempts,
     })
+
+
+def transition_archiveresult_rerun(result: ArchiveResult, *, now: dt.datetime, max_attempts: int) -> bool:
+    """succeeded | failed | skipped -> queued, by a user's re-extract: run the hook again
+    (``max_attempts`` more attempts); its owner's step walk starts it in order."""
+    return move(result, sorted(result.graph.finals), "queued", now=now, retry_at=now, fields={
+        "started_at": None, "finished_at": None, "tick_errors": 0, "last_error": "", "attempt_limit": result.attempts + max_attempts,
+    })

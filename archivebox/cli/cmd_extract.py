@@ -1,0 +1,76 @@
+"""Run chosen plugins again on existing snapshots.
+
+`archivebox extract --plugins title,screenshot <snapshot ids or URLs>` re-runs those
+plugins' hooks (in step order) on the snapshots chosen by ids (or their first characters)
+and/or the filters of `archivebox list`; their other results stay as they are. Plugins that
+never ran on a snapshot run for the first time. Snapshots still being archived are left
+alone. Waits until they are finished unless --bg.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from archivebox.cli import CommandError
+from archivebox.cli.cmd_list import add_filter_arguments, filter_of, selected
+from archivebox.cli.common import at_least, setup_django
+from archivebox.cli.waiting import run_until
+from archivebox.core.filters import FilterError, SnapshotFilter, select
+from archivebox.core.models import ArchiveResult, Snapshot
+from archivebox.hooks.catalog import catalog
+from archivebox.tasks.actions import rerun_plugins
+
+
+def register(parser) -> None:
+    add_filter_arguments(parser)
+    parser.add_argument("--plugins", "--plugin", "-p", required=True, help="comma-separated plugins to run again, e.g. title,screenshot")
+    parser.add_argument("--bg", "--no-wait", dest="bg", action="store_true", help="only queue; return at once")
+    parser.add_argument("--workers", type=int, default=4, help="tick workers when running the pools in this process")
+
+
+def chosen(args) -> list:
+    """Snapshot ids: PATTERNs are ids (or id prefixes) unless --filter-type says otherwise."""
+    if args.patterns and args.filter_type == "exact":
+        try:
+            by_id = list(select(SnapshotFilter(patterns=args.patterns, filter_type="id")).values_list("pk", flat=True))
+        except FilterError:
+            by_id = []
+        if by_id:
+            args.patterns = []
+            spec = filter_of(args)
+            spec.ids = by_id
+            return list(selected(spec).values_list("pk", flat=True))
+    if not (args.patterns or args.url or args.tag or args.before or args.after or args.search or args.status or args.crawl):
+        raise CommandError("no snapshot given: pass snapshot ids, URLs or filters (see --help)", code=2)
+    return list(selected(filter_of(args)).values_list("pk", flat=True))
+
+
+def run(args) -> int:
+    at_least(args.workers, 1, "--workers")
+    plugins = [p.strip() for p in args.plugins.split(",") if p.strip()]
+    if not plugins:
+        raise CommandError("--plugins is empty", code=2)
+    filter_of(args)  # bad filter values are refused before the database is opened
+    setup_django()
+    known = {name.lower() for name in catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).plugins}
+    unknown = [p for p in plugins if p.lower() not in known]
+    if unknown:
+        raise CommandError(f"unknown plugin(s) {', '.join(unknown)} (available: {', '.join(sorted(known))})", code=2)
+    ids = chosen(args)
+    if not ids:
+        print("No snapshot matches.")
+        return 1
+    queued, reopened = rerun_plugins(ids, plugins)
+    busy = len(ids) - len(reopened)
+    print(f"Re-running {', '.join(plugins)} on {len(reopened)} snapshot(s): {queued} hook run(s) queued"
+          + (f"; {busy} snapshot(s) skipped (still being archived)" if busy else "") + ".")
+    if args.bg or not reopened:
+        return 0
+    done = lambda: not Snapshot.objects.filter(pk__in=reopened, retry_at__isnull=False).exists() and not (  # noqa: E731
+        ArchiveResult.objects.filter(snapshot_id__in=reopened, retry_at__isnull=False).exists())
+    if not run_until(done, args.workers):
+        return 130
+    results = ArchiveResult.objects.filter(snapshot_id__in=reopened, plugin__in=plugins)
+    counts = {status: results.filter(status=status).count() for status in ("succeeded", "failed", "skipped")}
+    print(f"Done: {counts['succeeded']} succeeded, {counts['failed']} failed, {counts['skipped']} skipped.")
+    return 1 if counts["failed"] else 0
