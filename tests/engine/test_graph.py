@@ -221,7 +221,7 @@ def test_migrations_match_the_graphs():
     (CrawlGraph, "failed", "started"),
     (CrawlGraph, "queued", "queued"),
     (SnapshotGraph, "sealed", "started"),
-    (ArchiveResultGraph, "succeeded", "queued"),
+    (ArchiveResultGraph, "succeeded", "started"),
     (ArchiveResultGraph, "queued", "succeeded"),
     (ProcessGraph, "exited", "running"),
     (ProcessGraph, "running", "queued"),
@@ -237,6 +237,9 @@ def test_edge_accepts_declared_transitions_and_reopens():
     assert CrawlGraph.edge(CrawlGraph.started, CrawlGraph.started).target == "started"
     assert not SnapshotGraph.edge("sealed", "queued").target_final
     assert not ArchiveResultGraph.edge("failed", "queued").target_final
+    # A user's re-extract runs a finished hook again.
+    assert not ArchiveResultGraph.edge("succeeded", "queued").target_final
+    assert not ArchiveResultGraph.edge("skipped", "queued").target_final
 
 
 def test_move_refuses_an_undeclared_transition_and_writes_nothing():
