@@ -92,6 +92,34 @@ def parse_concurrency(key: str, raw: str) -> dict[str, int]:
     return limits
 
 
+# The numeric keys of EngineConfig: key -> (field, type, minimum).
+ENGINE_NUMBERS: dict[str, tuple[str, type, float]] = {
+    "MAX_TICK_TIME": ("max_tick_time", float, 0.1),
+    "MAX_TICK_ERRORS": ("max_tick_errors", int, 1),
+    "TICK_BATCH": ("tick_batch", int, 1),
+    "TICK_BACKOFF_BASE": ("tick_backoff_base", float, 0),
+    "TICK_BACKOFF_MAX": ("tick_backoff_max", float, 0),
+    "ORCHESTRATOR_LEASE_TTL": ("orchestrator_lease_ttl", float, 0.5),
+    "ORCHESTRATOR_IDLE_POLL": ("orchestrator_idle_poll", float, 0.01),
+    "ORPHAN_CHECK_INTERVAL": ("orphan_check_interval", float, 0.1),
+    "SNAPSHOT_MAX_ACTIVE": ("snapshot_max_active", int, 1),
+    "HOOK_MAX_ATTEMPTS": ("hook_max_attempts", int, 1),
+    "HOOK_RETRY_BACKOFF": ("hook_retry_backoff", float, 0),
+    "HOOK_KILL_GRACE": ("hook_kill_grace", float, 0),
+    "HOOK_STOP_GRACE": ("hook_stop_grace", float, 0),
+    "HEARTBEAT_INTERVAL": ("heartbeat_interval", float, 0.1),
+    "HEARTBEAT_TTL": ("heartbeat_ttl", float, 0.5),
+    "SWEEP_INTERVAL": ("sweep_interval", float, 0.1),
+    "SIDEEFFECT_LOST_AFTER": ("sideeffect_lost_after", float, 0.1),
+    "HOOK_CONCURRENCY": ("hook_concurrency", int, 0),
+    "TICKS_WORKERS": ("ticks_workers", int, 1),
+    "SIDEEFFECTS_WORKERS": ("sideeffects_workers", int, 1),
+}
+
+# Every key EngineConfig reads (from the environment or ArchiveBox.conf).
+ENGINE_KEYS = (*ENGINE_NUMBERS, "ACTOR_CONCURRENCY", "MACHINE_ID", "FORKSERVER")
+
+
 @dataclasses.dataclass(frozen=True)
 class EngineConfig:
     """Knobs of the reconciliation loop. Times are in seconds."""
@@ -141,29 +169,7 @@ class EngineConfig:
         data_dir = data_dir or resolve_data_dir(environ)
         values = layered(environ, read_config_file(data_dir))
         kwargs: dict = {"data_dir": data_dir}
-        numbers = {
-            "MAX_TICK_TIME": ("max_tick_time", float, 0.1),
-            "MAX_TICK_ERRORS": ("max_tick_errors", int, 1),
-            "TICK_BATCH": ("tick_batch", int, 1),
-            "TICK_BACKOFF_BASE": ("tick_backoff_base", float, 0),
-            "TICK_BACKOFF_MAX": ("tick_backoff_max", float, 0),
-            "ORCHESTRATOR_LEASE_TTL": ("orchestrator_lease_ttl", float, 0.5),
-            "ORCHESTRATOR_IDLE_POLL": ("orchestrator_idle_poll", float, 0.01),
-            "ORPHAN_CHECK_INTERVAL": ("orphan_check_interval", float, 0.1),
-            "SNAPSHOT_MAX_ACTIVE": ("snapshot_max_active", int, 1),
-            "HOOK_MAX_ATTEMPTS": ("hook_max_attempts", int, 1),
-            "HOOK_RETRY_BACKOFF": ("hook_retry_backoff", float, 0),
-            "HOOK_KILL_GRACE": ("hook_kill_grace", float, 0),
-            "HOOK_STOP_GRACE": ("hook_stop_grace", float, 0),
-            "HEARTBEAT_INTERVAL": ("heartbeat_interval", float, 0.1),
-            "HEARTBEAT_TTL": ("heartbeat_ttl", float, 0.5),
-            "SWEEP_INTERVAL": ("sweep_interval", float, 0.1),
-            "SIDEEFFECT_LOST_AFTER": ("sideeffect_lost_after", float, 0.1),
-            "HOOK_CONCURRENCY": ("hook_concurrency", int, 0),
-            "TICKS_WORKERS": ("ticks_workers", int, 1),
-            "SIDEEFFECTS_WORKERS": ("sideeffects_workers", int, 1),
-        }
-        for key, (field, kind, minimum) in numbers.items():
+        for key, (field, kind, minimum) in ENGINE_NUMBERS.items():
             if values.get(key, "").strip():
                 kwargs[field] = parse_number(key, values[key].strip(), kind, minimum)
         if values.get("ACTOR_CONCURRENCY", "").strip():

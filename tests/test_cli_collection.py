@@ -150,3 +150,37 @@ def test_extract_reruns_chosen_plugins_and_runs_new_ones(collection):
                     "https://gamma.example.net/three": {"noop": 1}}
     bad = collection.cli("extract", "--plugins", "nope", beta["id"], check=False)
     assert bad.returncode == 2 and "unknown plugin(s) nope" in bad.stderr
+
+
+def test_config_get_set_search_reset(tmp_path):
+    collection = Collection(tmp_path / "data", plugins="sleepy").init()
+    conf = collection.root / "ArchiveBox.conf"
+    env = {"TIMEOUT": ""}
+    assert collection.cli("config", "--get", "TIMEOUT", "SLEEPY_SECONDS", env=env).stdout == "TIMEOUT=60\nSLEEPY_SECONDS=0.3\n"
+    every = collection.cli("config", env=env).stdout.splitlines()
+    assert "HOOK_MAX_ATTEMPTS=3" in every and "SLEEPY_SECONDS=0.3" in every and "ONLY_NEW=False" in every
+    result = collection.cli("config", "--set", "TIMEOUT=120", "hook_max_attempts=5", "SLEEPY_SECONDS=2.5", env=env)
+    assert result.stdout == "TIMEOUT=120\nHOOK_MAX_ATTEMPTS=5\nSLEEPY_SECONDS=2.5\n"
+    text = conf.read_text()
+    assert text.startswith("# ArchiveBox configuration")  # the file's comments stay
+    assert "[GENERAL]\nTIMEOUT = 120" in text and "[ENGINE]\nHOOK_MAX_ATTEMPTS = 5" in text and "SLEEPY_SECONDS = 2.5" in text
+    assert collection.cli("config", "--get", "TIMEOUT", env=env).stdout == "TIMEOUT=120\n"
+    collection.cli("config", "--set", "TIMEOUT=90", env=env)
+    assert conf.read_text().count("\nTIMEOUT = ") == 1 and "\nTIMEOUT = 90\n" in conf.read_text()
+    before = conf.read_text()
+    for args, message in [(["TIMEUOT=5"], "unknown config key TIMEUOT (did you mean TIMEOUT?)"),
+                          (["TIMEOUT=abc"], "TIMEOUT: expected an integer, got 'abc'"),
+                          (["TICK_BATCH=0"], "TICK_BATCH: must be >= 1"),
+                          (["SLEEPY_SECONDS=1", "ONLY_NEW=perhaps"], "ONLY_NEW"),
+                          (["URL_DENYLIST=("], "URL_DENYLIST"),
+                          (["novalue"], "--set expects KEY=VALUE")]:
+        bad = collection.cli("config", "--set", *args, check=False, env=env)
+        assert bad.returncode == 2 and message in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    assert conf.read_text() == before  # nothing written when one value is invalid
+    found = collection.cli("config", "--search", "sleepy", env=env).stdout.splitlines()
+    assert found == ["PLUGINS=sleepy", "SLEEPY_ENABLED=True", "SLEEPY_SECONDS=2.5", "SLEEPY_TIMEOUT=90"]
+    assert collection.cli("config", "--search", "nothing-like-this", check=False, env=env).returncode == 1
+    collection.cli("config", "--reset", "TIMEOUT", env=env)
+    assert "\nTIMEOUT = " not in conf.read_text() and collection.cli("config", "--get", "TIMEOUT", env=env).stdout == "TIMEOUT=60\n"
+    warned = collection.cli("config", "--set", "SLEEPY_SECONDS=4", env={"SLEEPY_SECONDS": "9"})
+    assert "also set in the environment" in warned.stderr
