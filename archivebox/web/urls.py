@@ -3,7 +3,7 @@
 from django.contrib.staticfiles.views import serve as serve_static
 from django.urls import path, re_path, register_converter
 
-from archivebox.web import add, feeds, views
+from archivebox.web import add, feeds, timeline, views
 
 
 class ArchiveTokenConverter:
@@ -30,6 +30,7 @@ urlpatterns = [
     path("crawl/<uuid:crawl_id>/progress.json", add.crawl_progress, name="crawl-progress"),
     path("rss/", feeds.NewSnapshotsFeed(), name="rss"),
     path("snapshot/<uuid:snapshot_id>/", views.snapshot_detail, name="snapshot"),
+    path("timeline/", timeline.url_timeline, name="timeline"),
     path("archive/<uuid:snapshot_id>/", views.archived_file, name="archive-root"),
     path("archive/<uuid:snapshot_id>/<archivetoken:token>/<path:path>", views.archived_file_signed, name="archive-signed"),
     path("archive/<uuid:snapshot_id>/<path:path>", views.archived_file, name="archive"),
