@@ -5,7 +5,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from django.conf import settings
+
 from archivebox.cli.progress import pools_alive
+from archivebox.core.models import Machine
 from archivebox.pools import EmbeddedWorkers
 
 POLL = 0.25
@@ -13,7 +16,7 @@ POLL = 0.25
 
 def run_until(done: Callable[[], bool], tick_workers: int = 4, on_tick: Callable[[], None] = lambda: None) -> bool:
     """Block until ``done()``; run the pools here unless both already run. False if interrupted."""
-    if pools_alive():
+    if pools_alive(Machine.current(settings.ENGINE.machine_id)):
         while not done():
             on_tick()
             time.sleep(POLL)
