@@ -71,6 +71,7 @@ def run(args) -> int:
     if not run_until(done, args.workers):
         return 130
     results = ArchiveResult.objects.filter(snapshot_id__in=reopened, plugin__in=plugins)
-    counts = {status: results.filter(status=status).count() for status in ("succeeded", "failed", "skipped")}
-    print(f"Done: {counts['succeeded']} succeeded, {counts['failed']} failed, {counts['skipped']} skipped.")
+    counts = {status: results.filter(status=status).count() for status in ("succeeded", "noresults", "failed", "skipped")}
+    print(f"Done: {counts['succeeded']} succeeded, {counts['noresults']} found nothing, {counts['failed']} failed, "
+          f"{counts['skipped']} skipped.")
     return 1 if counts["failed"] else 0

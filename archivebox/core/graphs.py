@@ -50,6 +50,7 @@ class ArchiveResultGraph(StateGraph):
     # A user's re-extract runs a finished hook again.
     succeeded.reopens_to(queued)
     skipped.reopens_to(queued)
+    noresults.reopens_to(queued)
 
 
 class ProcessGraph(StateGraph):

@@ -240,6 +240,7 @@ def test_edge_accepts_declared_transitions_and_reopens():
     # A user's re-extract runs a finished hook again.
     assert not ArchiveResultGraph.edge("succeeded", "queued").target_final
     assert not ArchiveResultGraph.edge("skipped", "queued").target_final
+    assert not ArchiveResultGraph.edge("noresults", "queued").target_final
 
 
 def test_move_refuses_an_undeclared_transition_and_writes_nothing():
