@@ -92,3 +92,15 @@ def test_two_foreground_adds_at_once_both_finish_whichever_ends_first(collection
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
     assert collection.counts("crawl") == {"sealed": 2}
+
+
+def test_update_right_after_pools_were_killed_runs_its_own(tmp_path):
+    coll = Collection(tmp_path / "data", plugins="flaky", extra_env={"HOOK_MAX_ATTEMPTS": "1"}).init()
+    coll.cli("add", "https://example.com/flaky", check=False)
+    assert coll.counts("archiveresult") == {"failed": 1}
+    worker = start_worker(coll)
+    os.killpg(worker.pid, signal.SIGKILL)
+    worker.wait()
+    result = coll.cli("update", timeout=90)
+    assert "Done: 0 result(s) still failed." in result.stdout, result.stdout
+    assert coll.counts("archiveresult") == {"succeeded": 1}

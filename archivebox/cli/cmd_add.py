@@ -19,8 +19,9 @@ from django.utils import timezone
 
 from archivebox.cli import CommandError
 from archivebox.cli.common import at_least, read_lines, setup_django
-from archivebox.cli.progress import Progress, crawl_counts, pools_alive
-from archivebox.core.models import ArchiveResult, Crawl, Machine
+from archivebox.cli.progress import Progress, crawl_counts
+from archivebox.cli.waiting import wait_on_others
+from archivebox.core.models import ArchiveResult, Crawl
 from archivebox.core.urlinput import PARSERS
 from archivebox.personas import store as persona_store
 from archivebox.personas.models import Persona
@@ -137,10 +138,6 @@ def crawl_done(crawl_id) -> bool:
     return not ArchiveResult.objects.filter(crawl_id=crawl_id, retry_at__isnull=False).exists()
 
 
-# While other pools do the work, how often `add` checks that they are still there.
-LIVENESS_EVERY = 1.0
-
-
 DONE, INTERRUPTED, DISK_FULL = "done", "interrupted", "disk full"
 # How long the pools in this process meet a full disk before `add` stops waiting for space.
 DISK_FULL_PATIENCE = 10.0
@@ -172,21 +169,6 @@ def wait_for(crawl: Crawl, tick_workers: int) -> str:
 def disk_full(now: float | None = None) -> bool:
     since = diskspace.full_since()
     return since is not None and (time.monotonic() if now is None else now) - since >= DISK_FULL_PATIENCE
-
-
-def wait_on_others(done, on_progress, poll: float = 0.25) -> bool:
-    """Wait while pools elsewhere (another process, another machine) are alive: True once
-    ``done()``, False as soon as they are not (or were not to begin with)."""
-    machine = Machine.current(settings.ENGINE.machine_id)
-    next_check = 0.0
-    while not done():
-        if time.monotonic() >= next_check:
-            if not pools_alive(machine):
-                return False
-            next_check = time.monotonic() + LIVENESS_EVERY
-        on_progress()
-        time.sleep(poll)
-    return True
 
 
 def print_summary(crawl: Crawl, finished: bool) -> None:

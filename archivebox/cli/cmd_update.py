@@ -7,12 +7,10 @@ when every re-opened snapshot is final.
 from __future__ import annotations
 
 import sys
-import time
 
 from archivebox.cli.common import parse_uuid, setup_django
 from archivebox.core.models import ArchiveResult, Snapshot
-from archivebox.cli.progress import pools_alive
-from archivebox.pools import EmbeddedWorkers
+from archivebox.cli.waiting import run_until
 from archivebox.tasks.actions import retry_failed
 
 
@@ -32,16 +30,7 @@ def run(args) -> int:
     if args.bg or not snapshot_ids:
         return 0
     done = lambda: not Snapshot.objects.filter(pk__in=snapshot_ids, retry_at__isnull=False).exists()  # noqa: E731
-    if pools_alive():
-        while not done():
-            time.sleep(0.25)
-        return 0
-    workers = EmbeddedWorkers()
-    workers.start()
-    try:
-        finished = workers.run_until(done)
-    finally:
-        workers.stop(graceful=True)
+    finished = run_until(done)
     remaining = ArchiveResult.objects.filter(snapshot_id__in=snapshot_ids, status="failed").count()
     print(f"Done: {remaining} result(s) still failed." if finished else "Interrupted: the rest continues when workers run.", file=sys.stdout)
     return 0 if finished else 130

@@ -14,12 +14,30 @@ from archivebox.pools import EmbeddedWorkers
 POLL = 0.25
 
 
+# While other pools do the work, how often a command checks that they are still there.
+LIVENESS_EVERY = 1.0
+
+
+def wait_on_others(done: Callable[[], bool], on_tick: Callable[[], None] = lambda: None, poll: float = POLL) -> bool:
+    """Wait while pools elsewhere (another process, another machine) are alive: True once
+    ``done()``, False as soon as they are not, or were not to begin with (a worker killed a
+    moment ago still has a fresh heartbeat: on this machine its PID is checked too)."""
+    machine = Machine.current(settings.ENGINE.machine_id)
+    next_check = 0.0
+    while not done():
+        if time.monotonic() >= next_check:
+            if not pools_alive(machine):
+                return False
+            next_check = time.monotonic() + LIVENESS_EVERY
+        on_tick()
+        time.sleep(poll)
+    return True
+
+
 def run_until(done: Callable[[], bool], tick_workers: int = 4, on_tick: Callable[[], None] = lambda: None) -> bool:
-    """Block until ``done()``; run the pools here unless both already run. False if interrupted."""
-    if pools_alive(Machine.current(settings.ENGINE.machine_id)):
-        while not done():
-            on_tick()
-            time.sleep(POLL)
+    """Block until ``done()``: pools running elsewhere do the work while they stay alive;
+    when there are none, or they go away meanwhile, they run here. False if interrupted."""
+    if wait_on_others(done, on_tick):
         return True
     workers = EmbeddedWorkers(tick_workers=tick_workers, sideeffect_workers=16)
     workers.start()
