@@ -26,12 +26,13 @@ from ninja.security.session import SessionAuthIsStaff
 from archivebox.api.models import token_for, user_of
 from archivebox.core.models import ArchiveResult, Crawl, Schedule, Snapshot, Tag
 from archivebox.core.models.schedule import BadSchedule
+from archivebox.core.filters import FilterError, SnapshotFilter, parse_when, select
 from archivebox.core.urlcheck import InvalidURL, check_url
 from archivebox.personas import store as persona_store
 from archivebox.personas.models import Persona
 from archivebox.plugins.search import fts
 from archivebox.tasks import schedules
-from archivebox.tasks.actions import cancel_crawl, cancel_snapshot, queue_crawl
+from archivebox.tasks.actions import cancel_crawl, cancel_snapshot, queue_crawl, remove_snapshots, retry_failed, running
 
 
 class HeaderTokenAuth(APIKeyHeader):
@@ -186,6 +187,67 @@ def cli_schedule(request: HttpRequest, args: ScheduleCommandSchema):
             lines.append(f"Ran schedule {schedule.pk}: " + (f"crawl {crawl.pk} queued" if crawl else "nothing new"))
     result = [schedule_json(schedule) for schedule in Schedule.objects.all()]
     return {"success": True, "errors": [], "result": result, "result_format": "json", "stdout": "\n".join(lines), "stderr": ""}
+
+
+class UpdateCommandSchema(Schema):
+    filter_patterns: list[str] | None = None
+    filter_type: str = "substring"
+    after: float | None = None
+    before: float | None = None
+
+
+class RemoveCommandSchema(Schema):
+    filter_patterns: list[str] | None = None
+    filter_type: str = "exact"
+    after: float | None = None
+    before: float | None = None
+    delete: bool = True
+    force: bool = False
+
+
+def chosen(patterns: list[str] | None, filter_type: str, after: float | None, before: float | None):
+    """The snapshots a cli/update or cli/remove request names (ArchiveBox's filter fields)."""
+    spec = SnapshotFilter(patterns=tuple(patterns or ()), filter_type=filter_type,
+                          after=parse_when(after, "after") if after else None,
+                          before=parse_when(before, "before") if before and before < 10**12 else None)
+    return select(spec)
+
+
+def failed_response(err: Exception) -> dict:
+    return {"success": False, "errors": [str(err)], "result": None, "stdout": "", "stderr": str(err)}
+
+
+@cli_router.post("/update", response=CLICommandResponseSchema, summary="archivebox update: run failed results again")
+def cli_update(request: HttpRequest, args: UpdateCommandSchema):
+    try:
+        snapshots = chosen(args.filter_patterns, args.filter_type, args.after, args.before)
+    except FilterError as err:
+        return failed_response(err)
+    reopened, snapshot_ids = retry_failed(ArchiveResult.objects.filter(snapshot__in=snapshots))
+    result = {"requeued_results": reopened, "snapshot_ids": [str(pk) for pk in snapshot_ids]}
+    return {"success": True, "errors": [], "result": result, "result_format": "json",
+            "stdout": f"Re-queued {reopened} failed result(s) in {len(snapshot_ids)} snapshot(s).", "stderr": ""}
+
+
+@cli_router.post("/remove", response=CLICommandResponseSchema, summary="archivebox remove: delete snapshots (and their files)")
+def cli_remove(request: HttpRequest, args: RemoveCommandSchema):
+    if not args.filter_patterns and args.after is None and args.before is None:
+        return failed_response(ValueError("no filter given: filter_patterns, after or before"))
+    try:
+        ids = list(chosen(args.filter_patterns, args.filter_type, args.after, args.before).values_list("pk", flat=True))
+    except FilterError as err:
+        return failed_response(err)
+    busy = running(Snapshot.objects.filter(pk__in=ids))
+    if busy and not args.force:
+        return failed_response(ValueError(f"{len(busy)} of the {len(ids)} snapshot(s) are being archived right now: "
+                                          "wait for them, or pass force to cancel them first"))
+    for snapshot_id in busy:
+        cancel_snapshot(snapshot_id)
+    removed = remove_snapshots(ids, delete_files=args.delete)
+    result = {"removed_snapshot_ids": [str(pk) for pk in ids], "removed_snapshots": removed.snapshots,
+              "deleted_folders": removed.folders}
+    return {"success": True, "errors": [], "result": result, "result_format": "json",
+            "stdout": f"Removed {removed.snapshots} snapshot(s); {removed.folders} folder(s) deleted.", "stderr": ""}
 
 
 class SearchCommandSchema(Schema):

@@ -166,3 +166,24 @@ def test_add_as_a_persona_through_the_api(server):
     config = json.loads(server.collection.scalar("SELECT config FROM core_crawl WHERE replace(id, '-', '') = ?",
                                                  (added["result"]["crawl_id"].replace("-", ""),)))
     assert "ReaderBot/1.0" in json.dumps(config)
+
+
+def test_update_and_remove_through_the_api(server):
+    auth = {"X-ArchiveBox-API-Key": token_of(server)["token"]}
+    url = "https://example.com/to-remove"
+    call(server, "POST", "/api/v1/cli/add", {"urls": [url]}, headers=auth)
+    collection = server.collection
+    wait_until(lambda: collection.scalar("SELECT COUNT(*) FROM core_snapshot WHERE url = ? AND status = 'sealed'", (url,)),
+               timeout=60, message="the snapshot to finish")
+    [snapshot] = call(server, "GET", f"/api/v1/core/snapshots?url={urllib.request.quote(url)}", headers=auth)[1]["items"]
+    folder = collection.root / snapshot["archive_path"]
+    assert folder.is_dir()
+    updated = call(server, "POST", "/api/v1/cli/update", {"filter_patterns": ["to-remove"]}, headers=auth)[1]
+    assert updated["success"] is True and updated["result"]["requeued_results"] == 0  # nothing had failed
+    assert call(server, "POST", "/api/v1/cli/remove", {}, headers=auth)[1]["success"] is False  # no filter: refused
+    bad = call(server, "POST", "/api/v1/cli/remove", {"filter_patterns": ["("], "filter_type": "regex"}, headers=auth)[1]
+    assert bad["success"] is False and "invalid regex" in bad["errors"][0]
+    removed = call(server, "POST", "/api/v1/cli/remove", {"filter_patterns": [url]}, headers=auth)[1]
+    assert removed["success"] is True and removed["result"]["removed_snapshot_ids"] == [snapshot["id"]]
+    assert not folder.exists()
+    assert call(server, "GET", f"/api/v1/core/snapshot/{snapshot['id']}", headers=auth)[0] == 404
