@@ -32,6 +32,7 @@ from archivebox.personas import store as persona_store
 from archivebox.personas.models import Persona
 from archivebox.plugins.search import fts
 from archivebox.tasks import schedules
+from archivebox.tasks.adding import AddError, AddOptions, add, read_seeds
 from archivebox.tasks.actions import cancel_crawl, cancel_snapshot, queue_crawl, remove_snapshots, retry_failed, running
 
 
@@ -121,29 +122,28 @@ class CLICommandResponseSchema(Schema):
 
 @cli_router.post("/add", response=CLICommandResponseSchema, summary="archivebox add [args] [urls]")
 def cli_add(request: HttpRequest, args: AddCommandSchema):
-    errors, valid = [], {}
-    for candidate in args.urls:
-        for line in candidate.splitlines():
-            if line.strip():
-                try:
-                    valid[check_url(line.strip())] = None
-                except InvalidURL as err:
-                    errors.append(f"invalid URL: {err}")
-    urls = list(valid)[: args.max_urls or None]
-    if not 0 <= args.depth <= 9:
-        errors.append(f"depth must be between 0 and 9, got {args.depth}")
-    if not urls or not 0 <= args.depth <= 9:
-        return {"success": False, "errors": errors or ["no valid URL given"], "result": None, "stdout": "", "stderr": "\n".join(errors)}
-    config = {"PLUGINS": args.plugins} if args.plugins else {}
-    if args.persona:
-        persona = Persona.objects.filter(name=args.persona).first()
-        if persona is None:
-            return {"success": False, "errors": [f"no persona named {args.persona!r}"], "result": None, "stdout": "", "stderr": ""}
-        config = {**persona_store.crawl_config(persona), **config}
-    crawl = queue_crawl(urls, depth=args.depth, tags=args.tag, config=config, label=f"API add by {request.auth}")
-    result = {"crawl_id": str(crawl.pk), "num_snapshots": 0, "snapshot_ids": [], "queued_urls": urls}
+    """The same add as the command line's (imports with their metadata, only_new, max_urls, plugins,
+    parser, persona); ``update``/``overwrite``/``index_only`` are accepted and have no effect here:
+    every add archives its URLs again (the page over time)."""
+    try:
+        seeds, errors = read_seeds(["\n".join(args.urls)], args.parser or "auto")
+        persona = {}
+        if args.persona:
+            found = Persona.objects.filter(name=args.persona).first()
+            if found is None:
+                raise AddError(f"no persona named {args.persona!r}")
+            persona = persona_store.crawl_config(found)
+        options = AddOptions(depth=args.depth, tags=[args.tag], label=f"API add by {request.auth}", max_urls=args.max_urls,
+                             plugins=[p.strip() for p in args.plugins.split(",") if p.strip()], only_new=args.only_new,
+                             persona_config=persona)
+        added = add(seeds, options)
+    except AddError as err:
+        errors = [*locals().get("errors", []), str(err)]
+        return {"success": False, "errors": errors, "result": None, "stdout": "", "stderr": "\n".join(errors)}
+    result = {"crawl_id": str(added.crawl.pk), "num_snapshots": 0, "snapshot_ids": [], "queued_urls": added.urls,
+              "skipped_existing": added.skipped_existing}
     return {"success": True, "errors": errors, "result": result, "result_format": "json",
-            "stdout": f"Queued crawl {crawl.pk}: {len(urls)} URL(s), depth {args.depth}.", "stderr": "\n".join(errors)}
+            "stdout": f"Queued crawl {added.crawl.pk}: {len(added.urls)} URL(s), depth {args.depth}.", "stderr": "\n".join(errors)}
 
 
 class ScheduleCommandSchema(Schema):

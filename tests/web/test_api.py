@@ -187,3 +187,16 @@ def test_update_and_remove_through_the_api(server):
     assert removed["success"] is True and removed["result"]["removed_snapshot_ids"] == [snapshot["id"]]
     assert not folder.exists()
     assert call(server, "GET", f"/api/v1/core/snapshot/{snapshot['id']}", headers=auth)[0] == 404
+
+
+def test_add_takes_only_new_plugins_and_a_bookmarks_import(server):
+    auth = {"X-ArchiveBox-API-Key": token_of(server)["token"]}
+    url = "https://example.com/from-the-extension"  # archived by the extension test above
+    again = call(server, "POST", "/api/v1/cli/add", {"urls": [url], "only_new": True}, headers=auth)[1]
+    assert again["success"] is False and "already archived" in again["errors"][-1]
+    unknown = call(server, "POST", "/api/v1/cli/add", {"urls": ["https://example.com/p2"], "plugins": "nosuch"}, headers=auth)[1]
+    assert unknown["success"] is False and "nosuch" in unknown["errors"][-1]
+    netscape = ('<!DOCTYPE NETSCAPE-Bookmark-file-1>\\n<DL><p><DT><A HREF="https://example.com/bookmarked" ADD_DATE="1700000000" '
+                'TAGS="saved">A bookmarked page</A>\\n</DL>')
+    added = call(server, "POST", "/api/v1/cli/add", {"urls": [netscape], "plugins": "noop"}, headers=auth)[1]
+    assert added["success"] is True and added["result"]["queued_urls"] == ["https://example.com/bookmarked"], added
