@@ -197,7 +197,9 @@ def record_outcome(job: Attempt, row: Process, exit_code: int | None, reason: st
             # Nor is a full disk: run it again once there is space, uncounted.
             diskspace.report(row.label, job.pwd)
             outcome.update(interrupted=True, disk_full=True)
-        elif exit_code not in (0, None):
+        elif exit_code not in (0, None) and not reason:
+            # It ended on its own: say why in its words. A hook the runner stopped (a
+            # timeout, its snapshot sealed) ended for the runner's reason, not its stderr's.
             outcome.update(failure_of(report.result, row.stderr_path, exit_code))
         closed.append(runner.finish(row, exit_code, reason, outcome, ended_at=ended_at))
         wake_rows(ArchiveResult, [job.result_id])
