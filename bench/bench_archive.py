@@ -91,7 +91,7 @@ def one_round(scratch: Scratch, pages: int, plugins: str, env_extra: dict) -> di
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if proc.returncode != 0:
             raise SystemExit(f"archivebox add failed ({proc.returncode}):\n{out}\n{err[-3000:]}")
-        listed = subprocess.run([str(VENV_BIN / "archivebox"), "list", "--json"], env=env, capture_output=True, text=True, check=True)
+        listed = subprocess.run([str(VENV_BIN / "archivebox"), "list", "--jsonl"], env=env, capture_output=True, text=True, check=True)
         snapshots = [json.loads(line) for line in listed.stdout.splitlines() if line.strip()]
         results = [r for s in snapshots for r in s["results"]]
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
