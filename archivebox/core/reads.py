@@ -41,9 +41,10 @@ def crawl_option(crawl: Crawl, key: str, snapshot: Snapshot | None = None):
 
 
 def expected_hooks(crawl: Crawl, snapshot: Snapshot | None = None) -> list[HookScript]:
-    """The enabled hooks a snapshot (or, without one, the crawl itself) should run."""
-    model = "Snapshot" if snapshot is not None else "Crawl"
-    return catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).hooks_for(model, owner_layers(crawl, snapshot))
+    """The enabled hooks a snapshot (or, without one, the crawl itself: its ``CrawlSetup`` and
+    ``Crawl`` hooks) should run."""
+    owner = "Snapshot" if snapshot is not None else "Crawl"
+    return catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).hooks_for(owner, owner_layers(crawl, snapshot))
 
 
 def results_of(owner_kind: str, owner_id):
@@ -54,13 +55,13 @@ def results_of(owner_kind: str, owner_id):
 
 
 def hook_of(result: ArchiveResult) -> tuple[str, str, str]:
-    """What names a result's hook script: plugin, hook name, and the model it runs for."""
+    """What names a result's hook script: plugin, hook name, and the owner it runs for."""
     return result.plugin, result.hook_name, "Snapshot" if result.snapshot_id else "Crawl"
 
 
-def find_hook(plugin: str, hook_name: str, model: str) -> HookScript | None:
+def find_hook(plugin: str, hook_name: str, owner: str) -> HookScript | None:
     """The hook script a :func:`hook_of` names, if it still exists."""
-    for hook in catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).all_hooks(model):
+    for hook in catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).all_hooks(owner):
         if hook.plugin == plugin and hook.hook_name == hook_name:
             return hook
     return None

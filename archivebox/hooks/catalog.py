@@ -20,6 +20,7 @@ from typing import Any
 from archivebox.config import ConfigError
 from archivebox.hooks import config as plugin_config
 from archivebox.hooks.discovery import HookScript, find_hooks, find_plugins, plugin_dirs
+from archivebox.hooks.runtime import BASE_PLUGIN
 
 logger = logging.getLogger(__name__)
 
@@ -71,11 +72,12 @@ class PluginCatalog:
     def schema(self, plugin: str) -> dict[str, dict]:
         return self._current().schemas[plugin]
 
-    def all_hooks(self, model: str) -> list[HookScript]:
+    def all_hooks(self, owner: str) -> list[HookScript]:
+        """Every hook an owner (``Crawl`` or ``Snapshot``) runs, ordered by step then name."""
         state = self._current()
-        hooks = state.hooks.get(model)
+        hooks = state.hooks.get(owner)
         if hooks is None:
-            hooks = state.hooks[model] = find_hooks(state.plugins, model)
+            hooks = state.hooks[owner] = find_hooks(state.plugins, owner)
         return hooks
 
     def enabled_plugins(self, layers: Sequence[Mapping[str, Any]]) -> set[str]:
@@ -103,9 +105,23 @@ class PluginCatalog:
         return [h for h in self.all_hooks(model) if h.plugin in enabled]
 
     def resolved(self, plugin: str, layers: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        values = plugin_config.resolve(plugin_config.GLOBAL_SCHEMA, layers)
+        """A hook's config: the shared base keys, the engine's global keys, its plugin's keys
+        (a later group wins where they share a key)."""
+        values = self.base_values(layers)
+        values.update(plugin_config.resolve(plugin_config.GLOBAL_SCHEMA, layers))
         values.update(plugin_config.resolve(self.schema(plugin), layers, plugin=plugin))
         return values
+
+    def base_values(self, layers: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """The keys of the ``base`` plugin's config.json (abx-plugins' shared keys), resolved
+        for every hook when that plugin is on the plugin path; empty ones are left out."""
+        schemas = self._current().schemas
+        if BASE_PLUGIN not in schemas:
+            return {}
+        own = (plugin_config.enabled_key(BASE_PLUGIN), plugin_config.timeout_key(BASE_PLUGIN))
+        schema = {key: spec for key, spec in schemas[BASE_PLUGIN].items() if key not in own}
+        values = plugin_config.resolve(schema, layers, plugin=BASE_PLUGIN)
+        return {key: value for key, value in values.items() if value not in ("", None)}
 
     def timeout(self, plugin: str, layers: Sequence[Mapping[str, Any]]) -> int:
         key = plugin_config.timeout_key(plugin)

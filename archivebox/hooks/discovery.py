@@ -1,4 +1,9 @@
-"""Finding hook scripts: ``<plugin dir>/<plugin>/on_<Model>__<NN>_<name>[.<labels>].<ext>``.
+"""Finding hook scripts: ``<plugin dir>/<plugin>/on_<Event>__<NN>_<name>[.<labels>].<ext>``.
+
+Each owner runs the hooks of its events (:data:`OWNER_EVENTS`): a snapshot its
+``Snapshot`` hooks; a crawl, before any of its snapshots starts, its ``CrawlSetup`` hooks
+(abx-plugins 1.13, such as the browser launch) and its ``Crawl`` hooks (abx-plugins 1.11),
+together, in step order.
 
 The first digit of ``NN`` is the step (0-9); hooks without a number run in step 9 (with a
 warning). A ``bg`` label anywhere among the labels (``.bg.py``, ``.finite.bg.py``) marks a
@@ -102,6 +107,10 @@ def find_plugins(dirs: Iterable[Path]) -> dict[str, Path]:
     return plugins
 
 
+# The hook events an owner (a crawl or a snapshot) runs.
+OWNER_EVENTS: dict[str, tuple[str, ...]] = {"Crawl": ("CrawlSetup", "Crawl"), "Snapshot": ("Snapshot",)}
+
+
 # Extensions run through an interpreter; any other hook file must be executable itself.
 INTERPRETED = ("py", "sh", "js")
 
@@ -110,14 +119,17 @@ def runnable(path: Path, ext: str) -> bool:
     return ext in INTERPRETED or os.access(path, os.X_OK)
 
 
-def find_hooks(plugins: dict[str, Path], model: str) -> list[HookScript]:
-    """Every hook of ``model`` in the given plugin folders, ordered by step then name."""
+def find_hooks(plugins: dict[str, Path], owner: str) -> list[HookScript]:
+    """Every hook an owner runs (``Crawl`` or ``Snapshot``, see :data:`OWNER_EVENTS`; any other
+    name is one event) in the given plugin folders, ordered by step then name."""
+    events = OWNER_EVENTS.get(owner, (owner,))
+    prefixes = tuple(f"on_{event}__" for event in events)
     hooks = []
     for plugin, folder in plugins.items():
         for entry in os.scandir(folder):
-            if entry.is_file() and entry.name.startswith(f"on_{model}__"):
+            if entry.is_file() and entry.name.startswith(prefixes):
                 hook = parse_hook_name(Path(entry.path), plugin)
-                if hook is not None and hook.model == model and runnable(hook.path, hook.ext):
+                if hook is not None and hook.model in events and runnable(hook.path, hook.ext):
                     hooks.append(hook)
     return sorted(hooks, key=lambda h: h.sort_key)
 

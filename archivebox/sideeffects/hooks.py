@@ -53,6 +53,7 @@ from archivebox.core.reads import find_hook, hook_of, owner_layers
 from archivebox.core.urlcheck import is_valid_url
 from archivebox.hooks.catalog import catalog
 from archivebox.hooks.config import to_env, url_filter
+from archivebox.hooks import runtime
 from archivebox.hooks.discovery import HookScript
 from archivebox.hooks.output import HookReport, Outlink, read_report
 from archivebox.process import forkclient, runner, sweep
@@ -126,15 +127,14 @@ def run_attempt(result: ArchiveResult) -> None:
     try:
         layers = owner_layers(crawl, snapshot)
         cat = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
-        config_env = to_env(cat.resolved(result.plugin, layers))
+        config_env = to_env(cat.resolved(result.plugin, [*layers, runtime.defaults(settings.DATA_DIR, machine.guid)]))
         timeout = cat.timeout(result.plugin, layers)
         wanted = url_filter(layers)
     except ConfigError as err:
         _record_failure(key, machine, result, pwd, label, f"config error: {err}")
         return
-    env = {**runner.base_env(), **config_env, "DATA_DIR": str(settings.DATA_DIR), "CRAWL_DIR": str(crawl_dir(crawl.pk))}
-    if snapshot is not None:
-        env["SNAP_DIR"] = str(snapshot.output_dir)
+    env = {**runner.base_env(), **config_env,
+           **runtime.fixed(settings.DATA_DIR, crawl_dir(crawl.pk), snapshot.output_dir if snapshot else None)}
     cmd = hook_command(hook, url=snapshot.url if snapshot else None, snapshot_id=snapshot.pk if snapshot else None,
                        crawl_id=crawl.pk, depth=snapshot.depth if snapshot else 0)
     job = Attempt(result.pk, attempt, snapshot, crawl, pwd, timeout, wanted)
@@ -149,6 +149,8 @@ def run_attempt(result: ArchiveResult) -> None:
         _close_unlaunched(row, job, f"{runner.SHUTDOWN} before the hook started", interrupted=True)
         return
     pwd.mkdir(parents=True, exist_ok=True)
+    if "TMP_DIR" in env:
+        Path(env["TMP_DIR"]).mkdir(parents=True, exist_ok=True)
 
     # 3. spawn (held until its PID is recorded)
     spawner = forkclient.spawn_held if hook.ext == "py" and settings.ENGINE.forkserver else runner.gated_spawner

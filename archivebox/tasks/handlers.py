@@ -33,6 +33,8 @@ PUMP = dt.timedelta(seconds=5)
 HOOK_DEADLINE_GRACE = 30.0
 # How many attempts of one result may be interrupted (its worker stopped or died) without counting.
 MAX_INTERRUPTIONS = 20
+# The exit code by which an abx-plugins hook says it had nothing to do (abx-dl's PROCESS_EXIT_SKIPPED).
+EXIT_SKIPPED = 10
 # A hook that failed on a full disk runs again (uncounted) after this long.
 DISK_FULL_BACKOFF = dt.timedelta(seconds=15)
 
@@ -284,6 +286,9 @@ def judge_attempt(result: ArchiveResult, owner, now: dt.datetime, config: Engine
     output_str, output_json = reported.get("output_str") or "", reported.get("output_json")
     if outcome.get("permanent"):
         return Go(ar_t.transition_archiveresult_started_to_failed, {"output_str": process.reason, "output_json": output_json})
+    if process.exit_code == EXIT_SKIPPED:
+        why = output_str or outcome.get("reason") or f"skipped (exit code {EXIT_SKIPPED})"
+        return Go(ar_t.transition_archiveresult_started_to_skipped, {"output_str": why, "output_json": output_json})
     if process.exit_code == 0:
         target = {"failed": ar_t.transition_archiveresult_started_to_failed,
                   "skipped": ar_t.transition_archiveresult_started_to_skipped,

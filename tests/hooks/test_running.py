@@ -163,7 +163,7 @@ def test_crawl_hooks_run_first_with_the_crawl_id_and_their_background_hook_lives
 
     setup = json.loads((crawl_dir / "h_crawl" / "setup.json").read_text())
     assert setup["argv"][1:] == [f"--crawl-id={crawl_dir.name}", "--depth=0"]  # no --url, no --snapshot-id
-    assert setup["cwd"] == str(crawl_dir / "h_crawl") and setup["crawl_dir"] == str(crawl_dir) and setup["snap_dir"] is None
+    assert setup["cwd"] == str(crawl_dir / "h_crawl") and setup["crawl_dir"] == setup["snap_dir"] == str(crawl_dir)
     daemon = json.loads((crawl_dir / "h_crawl" / "daemon.json").read_text())
     assert daemon["start"] >= setup["end"]  # step 1 after step 0
     term = float((crawl_dir / "h_crawl" / "daemon_term.txt").read_text())
