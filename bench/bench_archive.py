@@ -21,35 +21,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
-
-import psutil
 
 HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parent.parent / "tests"))
 
-from benchlib import Scratch, add_dir_option  # noqa: E402 - bench/ is the script folder, first on sys.path
+from benchlib import Scratch, add_dir_option, run_measured  # noqa: E402 - bench/ is the script folder, first on sys.path
 from localsite import generate_site, serve_site  # noqa: E402
 
 VENV_BIN = Path(sys.executable).parent
 PLUGINS = "wget,favicon,htmltotext,hashes,parse_html_urls"
 REFERENCE = {"wall": 104.9, "cpu_per_url": 1.8, "rss_mb": 970}
-
-
-def tree_rss(root: psutil.Process) -> int:
-    total = 0
-    for proc in [root, *root.children(recursive=True)]:
-        try:
-            total += proc.memory_info().rss
-        except psutil.Error:
-            continue
-    return total
 
 
 def one_round(scratch: Scratch, pages: int, plugins: str, env_extra: dict) -> dict:
@@ -64,39 +49,14 @@ def one_round(scratch: Scratch, pages: int, plugins: str, env_extra: dict) -> di
         listing.write_text("\n".join(urls) + "\n")
         env = {**os.environ, "DATA_DIR": str(data_dir), "PLUGINS": plugins, **env_extra}
         subprocess.run([str(VENV_BIN / "archivebox"), "init", "-q"], env=env, check=True)
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        started = time.perf_counter()
-        proc = subprocess.Popen([str(VENV_BIN / "archivebox"), "add", "--file", str(listing)], env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        peak, engine_cpu, root = 0, 0.0, psutil.Process(proc.pid)
-        stop = threading.Event()
-
-        def sample() -> None:
-            nonlocal peak, engine_cpu
-            while not stop.is_set():
-                try:
-                    peak = max(peak, tree_rss(root))
-                    times = root.cpu_times()
-                    engine_cpu = times.user + times.system
-                except psutil.Error:
-                    pass
-                stop.wait(0.02)
-
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
-        out, err = proc.communicate()
-        wall = time.perf_counter() - started
-        stop.set()
-        sampler.join()
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if proc.returncode != 0:
-            raise SystemExit(f"archivebox add failed ({proc.returncode}):\n{out}\n{err[-3000:]}")
+        run = run_measured([str(VENV_BIN / "archivebox"), "add", "--file", str(listing)], env)
+        if run.returncode != 0:
+            raise SystemExit(f"archivebox add failed ({run.returncode}):\n{run.stdout}\n{run.stderr[-3000:]}")
         listed = subprocess.run([str(VENV_BIN / "archivebox"), "list", "--jsonl"], env=env, capture_output=True, text=True, check=True)
         snapshots = [json.loads(line) for line in listed.stdout.splitlines() if line.strip()]
         results = [r for s in snapshots for r in s["results"]]
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         return {
-            "wall": wall, "cpu": cpu, "engine_cpu": engine_cpu, "rss_mb": peak / 2**20, "snapshots": len(snapshots),
+            "wall": run.wall, "cpu": run.cpu, "engine_cpu": run.own_cpu, "rss_mb": run.peak_rss / 2**20, "snapshots": len(snapshots),
             "sealed": sum(s["status"] == "sealed" for s in snapshots),
             "results": {status: sum(r["status"] == status for r in results) for status in {r["status"] for r in results}},
         }

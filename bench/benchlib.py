@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import resource
+import subprocess
 import tempfile
+import threading
+import time
+from dataclasses import dataclass
 from pathlib import Path
+
+import psutil
 
 
 def percentile(values: list[float], pct: float) -> float:
@@ -35,3 +42,59 @@ class Scratch:
 def add_dir_option(parser) -> None:
     parser.add_argument("--dir", default=None, help="base folder for the collections (default: the system temp folder; "
                                                      "/dev/shm leaves file-system costs out)")
+
+
+def tree_rss(root: psutil.Process) -> int:
+    """Resident memory summed over a process and all its descendants, in bytes."""
+    total = 0
+    for proc in [root, *root.children(recursive=True)]:
+        try:
+            total += proc.memory_info().rss
+        except psutil.Error:
+            continue
+    return total
+
+
+@dataclass
+class Measured:
+    """One command's run: its exit code and output, wall seconds, the CPU seconds of it and
+    every process it started (once reaped), the CPU of its own process, and the largest
+    resident memory of its whole process tree, sampled every 20 ms."""
+    returncode: int
+    stdout: str
+    stderr: str
+    wall: float
+    cpu: float
+    own_cpu: float
+    peak_rss: int
+
+
+def run_measured(cmd: list[str], env: dict, cwd=None, timeout: float | None = None) -> Measured:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak, own_cpu, root = 0, 0.0, psutil.Process(proc.pid)
+    stop = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak, own_cpu
+        while not stop.is_set():
+            try:
+                peak = max(peak, tree_rss(root))
+                times = root.cpu_times()
+                own_cpu = times.user + times.system
+            except psutil.Error:
+                pass  # it has just ended: the figures so far stand
+            stop.wait(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        stop.set()
+        sampler.join()
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Measured(proc.returncode, out, err, wall, cpu, own_cpu, peak)

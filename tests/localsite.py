@@ -26,7 +26,7 @@ without a declared icon), ``latin1.html`` (ISO-8859-1), ``data.json`` (not
 HTML), and a link to ``missing.html`` which does not exist (404).
 
 Dynamic endpoints of the server: ``/slow?delay=SECONDS`` (an HTML page sent
-after a delay), ``/redirect?to=PATH`` (302), ``/loop`` (302 to itself), ``/status/CODE`` (any status).
+after a delay; any file is slow when the server is given ``delays``), ``/redirect?to=PATH`` (302), ``/loop`` (302 to itself), ``/status/CODE`` (any status).
 Only 127.0.0.1 is ever bound or contacted.
 """
 
@@ -337,13 +337,14 @@ class SiteServer:
     declares it in a ``<meta>``).
     """
 
-    def __init__(self, root, host="127.0.0.1", port=0, tls=None):
+    def __init__(self, root, host="127.0.0.1", port=0, tls=None, delays=None):
         if host not in ("127.0.0.1", "localhost", "::1"):
             raise ValueError("the test server only binds loopback addresses")
         self.root = os.path.abspath(root)
         self.host = host
         self.port = port
         self.tls = tls  # (certfile, keyfile) to serve HTTPS
+        self.delays = dict(delays or {})  # path -> seconds to wait before serving that file (a slow image)
         self.requests = []
         self._stopping = threading.Event()
         self._httpd = None
@@ -395,6 +396,9 @@ class SiteServer:
                     return self._send(404, "text/html; charset=utf-8",
                                       b"<html><head><title>404 Not Found</title></head><body>Not Found</body></html>",
                                       head)
+                end = time.monotonic() + server.delays.get(path, 0)
+                while time.monotonic() < end and not server._stopping.is_set():
+                    time.sleep(0.05)
                 with open(full, "rb") as f:
                     body = f.read()
                 ext = os.path.splitext(full)[1].lower()
@@ -454,9 +458,10 @@ class SiteServer:
 
 
 @contextlib.contextmanager
-def serve_site(root, port=0):
-    """Serve ``root`` on 127.0.0.1 (a free port by default); yields the base URL."""
-    with SiteServer(root, port=port) as server:
+def serve_site(root, port=0, delays=None):
+    """Serve ``root`` on 127.0.0.1 (a free port by default); yields the base URL. ``delays``
+    maps paths (``/static/favicon.png``) to seconds the server waits before sending them."""
+    with SiteServer(root, port=port, delays=delays) as server:
         yield server.base_url
 
 
