@@ -1,7 +1,8 @@
 """An RSS feed of the newest snapshots (Django's syndication framework).
 
 Readable by whoever may read the snapshot list (``PUBLIC_INDEX`` or a logged-in staff
-user); items link to the snapshot pages.
+user), and by a feed reader that gives a staff user's API token as ``?api_key=`` (a reader
+has no session); items link to the snapshot pages.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from django.contrib.syndication.views import Feed
 from django.urls import reverse
 from django.utils.feedgenerator import Rss201rev2Feed
 
+from archivebox.api.models import user_of
 from archivebox.core.models import Snapshot
 from archivebox.web import access
 
@@ -22,7 +24,7 @@ class NewSnapshotsFeed(Feed):
     description = "The newest snapshots of this ArchiveBox collection."
 
     def __call__(self, request, *args, **kwargs):
-        if not access.can_see_index(request.user):
+        if not (access.can_see_index(request.user) or user_of(request.GET.get("api_key"))):
             return access.to_login(request)
         return super().__call__(request, *args, **kwargs)
 

@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from helpers import wait_until
 
-from .webtools import Client, Server, form_fields, web_collection
+from .webtools import PASSWORD, Client, Server, form_fields, web_collection
 
 URL = "https://example.com/shared"
 TOKEN = r"\d+-[0-9a-f]{32}"
@@ -143,3 +143,17 @@ def test_add_page_starts_a_crawl_and_shows_its_progress(collection, serve):
     assert "https://example.com/added-one" in done_page and 'class="status sealed"' in done_page
 
     assert_login_required(Client(staff.base_url).get(f"/crawl/{crawl_id}/progress.json"))
+
+
+def test_a_feed_reader_reads_the_private_feed_with_an_api_token(collection, serve):
+    anonymous = serve()
+    assert_login_required(anonymous.get("/rss/?api_key=" + "0" * 32))
+    asked = urllib.request.Request(anonymous.base_url + "/api/v1/auth/get_api_token", method="POST",
+                                   data=json.dumps({"username": "admin", "password": PASSWORD}).encode(),
+                                   headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(asked, timeout=30) as answer:
+        token = json.load(answer)["token"]
+    feed = anonymous.get(f"/rss/?api_key={token}")
+    assert feed.status == 200 and feed.headers["content-type"].startswith("application/rss+xml")
+    guids = [item.findtext("guid") for item in ET.fromstring(feed.body).find("channel").findall("item")]
+    assert snapshot_id(collection) in guids
