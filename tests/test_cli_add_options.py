@@ -168,6 +168,25 @@ def test_only_new_skips_urls_already_archived(collection):
     assert collection.scalar("SELECT COUNT(*) FROM core_crawl") == 3
 
 
+def test_index_only_adds_snapshots_that_update_archives_later(tmp_path):
+    collection = Collection(tmp_path / "data", plugins="titler,noop").init()
+    added = collection.cli("add", "--index-only", "--tag", "later", "https://example.com/i1", "https://example.com/i2")
+    assert added.returncode == 0
+    snapshots = collection.list_json()
+    assert sorted(s["url"] for s in snapshots) == ["https://example.com/i1", "https://example.com/i2"]
+    assert all(s["status"] == "sealed" and s["results"] == [] and s["tags"] == ["later"] for s in snapshots)
+    collection.cli("add", "https://example.com/full")  # an ordinary crawl: update leaves it alone
+    updated = collection.cli("update")
+    assert "Archiving 2 snapshot(s) added with --index-only (4 result(s) queued)" in updated.stdout
+    by_url = {s["url"]: s for s in collection.list_json()}
+    for url in ("https://example.com/i1", "https://example.com/i2", "https://example.com/full"):
+        assert by_url[url]["status"] == "sealed"
+        assert sorted((r["plugin"], r["status"]) for r in by_url[url]["results"]) == [("noop", "succeeded"), ("titler", "succeeded")]
+    assert by_url["https://example.com/i1"]["title"] == "Title of https://example.com/i1"
+    # Archived once: a second update finds nothing left to do.
+    assert "index-only" not in collection.cli("update").stdout
+
+
 def test_crawl_timeout_cancels_what_is_unfinished(tmp_path):
     collection = Collection(tmp_path / "data", plugins="sleepy").init()
     result = collection.cli("add", "--crawl-timeout", "2s", "-c", "SLEEPY_SECONDS=60", "https://example.com/slow",

@@ -33,7 +33,8 @@ from archivebox.personas.models import Persona
 from archivebox.plugins.search import fts
 from archivebox.tasks import schedules
 from archivebox.tasks.adding import AddError, AddOptions, add, read_seeds
-from archivebox.tasks.actions import cancel_crawl, cancel_snapshot, queue_crawl, remove_snapshots, retry_failed, running
+from archivebox.tasks.actions import (archive_indexed, cancel_crawl, cancel_snapshot, queue_crawl, remove_snapshots, retry_failed,
+                                       running)
 
 
 class HeaderTokenAuth(APIKeyHeader):
@@ -122,9 +123,9 @@ class CLICommandResponseSchema(Schema):
 
 @cli_router.post("/add", response=CLICommandResponseSchema, summary="archivebox add [args] [urls]")
 def cli_add(request: HttpRequest, args: AddCommandSchema):
-    """The same add as the command line's (imports with their metadata, only_new, max_urls, plugins,
-    parser, persona); ``update``/``overwrite``/``index_only`` are accepted and have no effect here:
-    every add archives its URLs again (the page over time)."""
+    """The same add as the command line's (imports with their metadata, only_new, index_only,
+    max_urls, plugins, parser, persona); ``update``/``overwrite`` are accepted and change
+    nothing: every add archives its URLs again (the page over time) unless only_new."""
     try:
         seeds, errors = read_seeds(["\n".join(args.urls)], args.parser or "auto")
         persona = {}
@@ -135,7 +136,7 @@ def cli_add(request: HttpRequest, args: AddCommandSchema):
             persona = persona_store.crawl_config(found)
         options = AddOptions(depth=args.depth, tags=[args.tag], label=f"API add by {request.auth}", max_urls=args.max_urls,
                              plugins=[p.strip() for p in args.plugins.split(",") if p.strip()], only_new=args.only_new,
-                             persona_config=persona)
+                             index_only=args.index_only, persona_config=persona)
         added = add(seeds, options)
     except AddError as err:
         errors = [*locals().get("errors", []), str(err)]
@@ -217,16 +218,19 @@ def failed_response(err: Exception) -> dict:
     return {"success": False, "errors": [str(err)], "result": None, "stdout": "", "stderr": str(err)}
 
 
-@cli_router.post("/update", response=CLICommandResponseSchema, summary="archivebox update: run failed results again")
+@cli_router.post("/update", response=CLICommandResponseSchema, summary="archivebox update: run failed results again, archive what was added index-only")
 def cli_update(request: HttpRequest, args: UpdateCommandSchema):
     try:
         snapshots = chosen(args.filter_patterns, args.filter_type, args.after, args.before)
     except FilterError as err:
         return failed_response(err)
     reopened, snapshot_ids = retry_failed(ArchiveResult.objects.filter(snapshot__in=snapshots))
-    result = {"requeued_results": reopened, "snapshot_ids": [str(pk) for pk in snapshot_ids]}
+    queued, indexed = archive_indexed(snapshots)
+    result = {"requeued_results": reopened, "indexed_results_queued": queued,
+              "snapshot_ids": [str(pk) for pk in sorted({*snapshot_ids, *indexed})]}
     return {"success": True, "errors": [], "result": result, "result_format": "json",
-            "stdout": f"Re-queued {reopened} failed result(s) in {len(snapshot_ids)} snapshot(s).", "stderr": ""}
+            "stdout": f"Re-queued {reopened} failed result(s) in {len(snapshot_ids)} snapshot(s); "
+                      f"archiving {len(indexed)} snapshot(s) added with index_only.", "stderr": ""}
 
 
 @cli_router.post("/remove", response=CLICommandResponseSchema, summary="archivebox remove: delete snapshots (and their files)")

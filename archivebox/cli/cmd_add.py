@@ -45,6 +45,8 @@ def register(parser) -> None:
     parser.add_argument("--snapshot-max-size", default="0", metavar="SIZE",
                         help="once a snapshot's folder is larger (e.g. 45mb, 1gb), skip its hooks not yet started (0 = no limit)")
     parser.add_argument("--only-new", action="store_true", help="skip URLs already archived (also links found while crawling)")
+    parser.add_argument("--index-only", action="store_true",
+                        help="add the URLs to the index without archiving them now (`archivebox update` archives them)")
     parser.add_argument("--parser", default="auto", choices=PARSERS,
                         help="how to read files and stdin (default auto: lists, prose, HTML, Netscape bookmarks, RSS/Atom, "
                              "Pinboard/Pocket JSON, JSONL)")
@@ -88,7 +90,8 @@ def options_of(args) -> AddOptions:
     return AddOptions(depth=args.depth, tags=args.tag, config=parse_config(args.config), label=args.label,
                       plugins=[p.strip() for p in args.plugins.split(",") if p.strip()], max_urls=args.max_urls,
                       crawl_timeout=parse_seconds(args.crawl_timeout, "--crawl-timeout"),
-                      snapshot_max_size=parse_size(args.snapshot_max_size, "--snapshot-max-size"), only_new=args.only_new)
+                      snapshot_max_size=parse_size(args.snapshot_max_size, "--snapshot-max-size"), only_new=args.only_new,
+                      index_only=args.index_only)
 
 
 def run(args) -> int:

@@ -1,4 +1,5 @@
-"""Retry failed results: re-queue them and re-run their snapshots' steps.
+"""Retry failed results (re-queue them and re-run their snapshots' steps), and archive the
+snapshots added with ``add --index-only``.
 
 Results already succeeded or skipped are kept. In the foreground the command returns
 when every re-opened snapshot is final.
@@ -11,7 +12,7 @@ import sys
 from archivebox.cli.common import parse_uuid, setup_django
 from archivebox.core.models import ArchiveResult, Snapshot
 from archivebox.cli.waiting import run_until
-from archivebox.tasks.actions import retry_failed
+from archivebox.tasks.actions import archive_indexed, retry_failed
 
 
 def register(parser) -> None:
@@ -22,11 +23,15 @@ def register(parser) -> None:
 def run(args) -> int:
     crawl_id = parse_uuid(args.crawl, "--crawl") if args.crawl else None
     setup_django()
-    results = ArchiveResult.objects.all()
+    results, snapshots = ArchiveResult.objects.all(), Snapshot.objects.all()
     if args.crawl:
-        results = results.filter(crawl_id=crawl_id)
+        results, snapshots = results.filter(crawl_id=crawl_id), snapshots.filter(crawl_id=crawl_id)
     reopened, snapshot_ids = retry_failed(results)
     print(f"Re-queued {reopened} failed result(s) in {len(snapshot_ids)} snapshot(s).")
+    queued, indexed = archive_indexed(snapshots)
+    if indexed:
+        print(f"Archiving {len(indexed)} snapshot(s) added with --index-only ({queued} result(s) queued).")
+    snapshot_ids = sorted({*snapshot_ids, *indexed})
     if args.bg or not snapshot_ids:
         return 0
     done = lambda: not Snapshot.objects.filter(pk__in=snapshot_ids, retry_at__isnull=False).exists()  # noqa: E731

@@ -42,7 +42,9 @@ def crawl_option(crawl: Crawl, key: str, snapshot: Snapshot | None = None):
 
 def expected_hooks(crawl: Crawl, snapshot: Snapshot | None = None) -> list[HookScript]:
     """The enabled hooks a snapshot (or, without one, the crawl itself: its ``CrawlSetup`` and
-    ``Crawl`` hooks) should run."""
+    ``Crawl`` hooks) should run: none in a crawl added with ``INDEX_ONLY``."""
+    if crawl_option(crawl, "INDEX_ONLY", snapshot):
+        return []  # added to the index only: ``archivebox update`` runs its hooks later
     owner = "Snapshot" if snapshot is not None else "Crawl"
     return catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).hooks_for(owner, owner_layers(crawl, snapshot))
 

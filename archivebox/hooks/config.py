@@ -42,6 +42,8 @@ GLOBAL_SCHEMA: dict[str, dict[str, Any]] = {
     "URL_ALLOWLIST": {"type": "string", "default": "", "description": "Regex: only discovered links matching it become snapshots"},
     "URL_DENYLIST": {"type": "string", "default": "", "description": "Regex: discovered links matching it never become snapshots"},
     "ONLY_NEW": {"type": "boolean", "default": False, "description": "Skip URLs that already have a snapshot in another crawl"},
+    "INDEX_ONLY": {"type": "boolean", "default": False,
+                   "description": "Add the URLs to the index without archiving them (archivebox update archives them later)"},
     "MAX_URLS": {"type": "integer", "default": 0, "minimum": 0, "description": "At most this many snapshots per crawl (0 = no limit)"},
     "CRAWL_TIMEOUT": {"type": "integer", "default": 0, "minimum": 0,
                       "description": "Seconds a crawl may run before its unfinished snapshots are cancelled (0 = no limit)"},

@@ -1,4 +1,5 @@
-"""What users do to rows (CLI, admin, API): cancel, retry, re-snapshot, re-extract, remove.
+"""What users do to rows (CLI, admin, API): cancel, retry, re-snapshot, re-extract, archive
+what was added to the index only, remove.
 
 A user's action races with ticks like any other writer. It is a compare-and-swap on
 the row's current status, retried on the freshly read row until it wins or the row is
@@ -20,7 +21,7 @@ from django.utils import timezone
 
 from archivebox.core import rowsql
 from archivebox.core.models import ArchiveResult, Crawl, Snapshot
-from archivebox.core.reads import parked
+from archivebox.core.reads import crawl_option, owner_layers, parked
 from archivebox.hooks.catalog import catalog
 from archivebox.plugins.search import fts
 from archivebox.tasks import registry
@@ -129,6 +130,24 @@ def rerun_plugins(snapshot_ids, plugins: list[str]) -> tuple[int, list]:
             elif count:
                 transaction.set_rollback(True)
     wake_rows(Snapshot, reopened)
+    return queued, reopened
+
+
+def archive_indexed(snapshots) -> tuple[int, list]:
+    """Archive the snapshots among ``snapshots`` that were added with ``--index-only`` and never
+    ran a hook: the plugins their crawl enables, in step order. Returns how many results were
+    queued and the ids of the snapshots re-opened."""
+    never_ran = (snapshots.filter(status__in=sorted(Snapshot.graph.finals), results__isnull=True)
+                 .select_related("crawl").only("pk", "crawl"))
+    by_crawl: dict = {}
+    for snapshot in never_ran.iterator(chunk_size=500):
+        by_crawl.setdefault(snapshot.crawl, []).append(snapshot.pk)
+    queued, reopened = 0, []
+    plugins = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
+    for crawl, ids in by_crawl.items():
+        if crawl_option(crawl, "INDEX_ONLY"):
+            count, opened = rerun_plugins(ids, sorted(plugins.enabled_plugins(owner_layers(crawl))))
+            queued, reopened = queued + count, reopened + opened
     return queued, reopened
 
 

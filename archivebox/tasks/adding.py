@@ -68,6 +68,7 @@ class AddOptions:
     crawl_timeout: int = 0
     snapshot_max_size: int = 0
     only_new: bool = False
+    index_only: bool = False
     # A persona's config (its cookies file, user agent): under the user's own KEY=VALUEs.
     persona_config: dict[str, str] = field(default_factory=dict)
 
@@ -111,6 +112,8 @@ def crawl_config(options: AddOptions) -> dict[str, str]:
             config[key] = str(value)
     if options.only_new:
         config["ONLY_NEW"] = "true"
+    if options.index_only:
+        config["INDEX_ONLY"] = "true"
     return config
 
 

@@ -200,3 +200,19 @@ def test_add_takes_only_new_plugins_and_a_bookmarks_import(server):
                 'TAGS="saved">A bookmarked page</A>\\n</DL>')
     added = call(server, "POST", "/api/v1/cli/add", {"urls": [netscape], "plugins": "noop"}, headers=auth)[1]
     assert added["success"] is True and added["result"]["queued_urls"] == ["https://example.com/bookmarked"], added
+
+
+def test_an_index_only_add_is_archived_by_cli_update(server):
+    auth = {"X-ArchiveBox-API-Key": token_of(server)["token"]}
+    url = "https://example.com/index-only-by-api"
+    status, added = call(server, "POST", "/api/v1/cli/add", {"urls": [url], "index_only": True}, headers=auth)
+    assert status == 200 and added["success"] is True, added
+    collection = server.collection
+    sealed = f"SELECT COUNT(*) FROM core_snapshot WHERE url = '{url}' AND status = 'sealed'"
+    wait_until(lambda: collection.scalar(sealed) == 1, timeout=60, message="the index-only snapshot to be sealed")
+    results = f"SELECT r.status FROM core_archiveresult r JOIN core_snapshot s ON r.snapshot_id = s.id WHERE s.url = '{url}'"
+    assert collection.query(results) == []
+    status, updated = call(server, "POST", "/api/v1/cli/update", {"filter_patterns": [url], "filter_type": "exact"}, headers=auth)
+    assert status == 200 and updated["result"]["indexed_results_queued"] == 2, updated
+    wait_until(lambda: sorted(row[0] for row in collection.query(results)) == ["succeeded", "succeeded"]
+               and collection.scalar(sealed) == 1, timeout=60, message="the snapshot to be archived")
