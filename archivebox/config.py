@@ -114,10 +114,13 @@ ENGINE_NUMBERS: dict[str, tuple[str, type, float]] = {
     "HOOK_CONCURRENCY": ("hook_concurrency", int, 0),
     "TICKS_WORKERS": ("ticks_workers", int, 1),
     "SIDEEFFECTS_WORKERS": ("sideeffects_workers", int, 1),
+    "BINARY_INSTALL_TIMEOUT": ("binary_install_timeout", float, 1),
+    "BINARY_RETRY_AFTER": ("binary_retry_after", float, 0),
 }
 
 # Every key EngineConfig reads (from the environment or ArchiveBox.conf).
-ENGINE_KEYS = (*ENGINE_NUMBERS, "ACTOR_CONCURRENCY", "MACHINE_ID", "FORKSERVER")
+ENGINE_KEYS = (*ENGINE_NUMBERS, "ACTOR_CONCURRENCY", "MACHINE_ID", "FORKSERVER", "LIB_DIR", "ABXPKG_LIB_DIR", "HOOK_PYTHON",
+               "ABX_PLUGINS")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,6 +160,22 @@ class EngineConfig:
     # `huey_consumer` takes them as `-w`: pass "$TICKS_WORKERS" / "$SIDEEFFECTS_WORKERS").
     ticks_workers: int = 4
     sideeffects_workers: int = 16
+    # Where binaries hooks need are installed, once per machine (abxpkg's lib dir: ArchiveBox's
+    # ABXPKG_LIB_DIR; LIB_DIR is accepted too). Empty: abxpkg's default, ~/.config/abx/lib.
+    lib_dir: Path | None = None
+    # The interpreter third-party Python hooks run under (a path or a command); empty: the
+    # newest on PATH or in pyenv that satisfies the hook's requires-python.
+    hook_python: str = ""
+    # Install abx-plugins for the hooks' interpreter and add its plugins folder to the plugin dirs.
+    abx_plugins: bool = False
+    # Longest one binary install may take; a binary that failed is not tried again for this long.
+    binary_install_timeout: float = 600.0
+    binary_retry_after: float = 3600.0
+
+    @property
+    def binaries_dir(self) -> Path:
+        """abxpkg's lib dir: LIB_DIR / ABXPKG_LIB_DIR, else abxpkg's own default."""
+        return self.lib_dir or (Path.home() / ".config" / "abx" / "lib")
 
     @property
     def slot_ttl(self) -> float:
@@ -175,6 +194,12 @@ class EngineConfig:
         if values.get("ACTOR_CONCURRENCY", "").strip():
             kwargs["concurrency"] = {**DEFAULT_CONCURRENCY, **parse_concurrency("ACTOR_CONCURRENCY", values["ACTOR_CONCURRENCY"])}
         kwargs["machine_id"] = values.get("MACHINE_ID", "").strip()
+        lib_dir = (values.get("ABXPKG_LIB_DIR") or values.get("LIB_DIR") or "").strip()
+        if lib_dir:
+            kwargs["lib_dir"] = Path(lib_dir).expanduser().resolve()
+        kwargs["hook_python"] = values.get("HOOK_PYTHON", "").strip()
+        if values.get("ABX_PLUGINS", "").strip():
+            kwargs["abx_plugins"] = parse_bool("ABX_PLUGINS", values["ABX_PLUGINS"])
         if values.get("FORKSERVER", "").strip():
             kwargs["forkserver"] = parse_bool("FORKSERVER", values["FORKSERVER"])
         return cls(**kwargs)

@@ -178,6 +178,7 @@ INSTALLED_APPS = [
     "huey_monitor",
     "archivebox.core",
     "archivebox.personas",
+    "archivebox.binaries",
     "archivebox.web",
     "archivebox.api",
     "archivebox.apps.EngineConfig",

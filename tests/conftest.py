@@ -6,8 +6,10 @@ CLI or ``huey_consumer`` as real processes use :class:`helpers.Collection`, whic
 each test its own data dir.
 """
 
+import atexit
 import logging
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -22,6 +24,11 @@ SESSION_DATA_DIR = Path(tempfile.mkdtemp(prefix="abx-session-"))
 os.environ["DATA_DIR"] = str(SESSION_DATA_DIR)
 os.environ["PLUGIN_DIRS"] = str(TESTS_DIR / "fixtures" / "plugins")
 os.environ.setdefault("PLUGINS", "noop")
+# Binaries hooks need are installed once per test session, here, and reused by every test.
+SESSION_LIB_DIR = Path(tempfile.mkdtemp(prefix="abx-session-lib-"))
+os.environ["LIB_DIR"] = str(SESSION_LIB_DIR)
+atexit.register(shutil.rmtree, SESSION_LIB_DIR, ignore_errors=True)
+os.environ.pop("ABXPKG_LIB_DIR", None)
 
 import helpers  # noqa: E402
 from archivebox import boot  # noqa: E402
@@ -39,7 +46,7 @@ from archivebox.tasks.queue import huey as ticks_huey  # noqa: E402
 for alias in settings.DATABASES:
     call_command("migrate", database=alias, verbosity=0)
 
-CORE_TABLES = ["core_process", "core_archiveresult", "core_snapshot_tags", "core_snapshot", "core_crawl", "core_tag", "core_lease", "core_machine"]
+CORE_TABLES = ["binaries_binary", "core_process", "core_archiveresult", "core_snapshot_tags", "core_snapshot", "core_crawl", "core_tag", "core_lease", "core_machine"]
 
 
 @pytest.fixture(autouse=True)

@@ -47,7 +47,7 @@ def _engine_spec(name: str) -> dict[str, Any]:
         _field, kind, minimum = ENGINE_NUMBERS[name]
         return {"type": "integer" if kind is int else "number", "minimum": minimum,
                 "default": getattr(EngineConfig(data_dir=Path(".")), _field)}
-    return {"type": "boolean" if name == "FORKSERVER" else "string"}
+    return {"type": "boolean" if name in ("FORKSERVER", "ABX_PLUGINS") else "string"}
 
 
 def all_keys(catalog: PluginCatalog) -> dict[str, Key]:

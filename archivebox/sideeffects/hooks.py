@@ -44,6 +44,8 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from django.utils import timezone
 
+from archivebox.binaries import hookrun
+from archivebox.binaries.provision import Unavailable
 from archivebox.broker import shutting_down
 from archivebox.config import ConfigError
 from archivebox.core import diskspace, rowsql
@@ -71,9 +73,12 @@ INTERPRETERS = {"py": [sys.executable, "-I"], "sh": ["sh"], "js": ["node"]}
 STOPPED_AT_ONCE = f"{runner.SHUTDOWN}: stopped at once"
 
 
-def hook_command(hook: HookScript, *, url: str | None, snapshot_id, crawl_id, depth: int) -> list[str]:
-    """argv for a hook: interpreter by extension (or the file itself), then ``--key=value`` flags."""
-    argv = [*INTERPRETERS.get(hook.ext, []), str(hook.path)]
+def hook_command(hook: HookScript, *, url: str | None, snapshot_id, crawl_id, depth: int,
+                 prefix: tuple[str, ...] | None = None) -> list[str]:
+    """argv for a hook: its interpreter (``prefix``, as its file asks: see
+    :mod:`archivebox.binaries.hookrun`; else by extension, or the file itself), then
+    ``--key=value`` flags."""
+    argv = [*(INTERPRETERS.get(hook.ext, []) if prefix is None else prefix), str(hook.path)]
     if url is not None:
         argv.append(f"--url={url}")
     if snapshot_id is not None:
@@ -135,8 +140,17 @@ def run_attempt(result: ArchiveResult) -> None:
         return
     env = {**runner.base_env(), **config_env,
            **runtime.fixed(settings.DATA_DIR, crawl_dir(crawl.pk), snapshot.output_dir if snapshot else None)}
+    # A third-party hook runs the way its file says, with the binaries it declares
+    # provisioned (once per machine); one that cannot be had fails the result, once.
+    try:
+        how = hookrun.plan(hook, env, machine, settings.ENGINE)
+    except Unavailable as err:
+        _record_failure(key, machine, result, pwd, label, str(err))
+        return
+    if how is not None:
+        env = how.env
     cmd = hook_command(hook, url=snapshot.url if snapshot else None, snapshot_id=snapshot.pk if snapshot else None,
-                       crawl_id=crawl.pk, depth=snapshot.depth if snapshot else 0)
+                       crawl_id=crawl.pk, depth=snapshot.depth if snapshot else 0, prefix=how.prefix if how else None)
     job = Attempt(result.pk, attempt, snapshot, crawl, pwd, timeout, wanted)
 
     # 2. record
@@ -153,7 +167,8 @@ def run_attempt(result: ArchiveResult) -> None:
         Path(env["TMP_DIR"]).mkdir(parents=True, exist_ok=True)
 
     # 3. spawn (held until its PID is recorded)
-    spawner = forkclient.spawn_held if hook.ext == "py" and settings.ENGINE.forkserver else runner.gated_spawner
+    fast = how is None and hook.ext == "py" and settings.ENGINE.forkserver
+    spawner = forkclient.spawn_held if fast else runner.gated_spawner
     try:
         running = runner.launch(row, env, spawner=spawner)
     except runner.LaunchRefused as err:

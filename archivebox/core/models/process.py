@@ -13,6 +13,8 @@ class Process(StatefulModel):
         WORKER = "worker"
         HOOK = "hook"
         FORKSERVER = "forkserver"
+        # abxpkg loading or installing a binary a hook needs (archivebox.binaries).
+        INSTALL = "install"
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     status = status_field(ProcessGraph)

@@ -1,0 +1,297 @@
+"""Provisioning a binary once per machine: the Binary row is the lock, abxpkg does the work.
+
+:func:`ensure` returns the installed Binary row for a request, installing it first if
+needed. Whoever moves the row ``queued -> installing`` (a compare-and-swap) installs it;
+its ``retry_at`` is then a lease of BINARY_INSTALL_TIMEOUT plus a margin, so a provisioner
+that dies mid-install holds nothing for long. Everyone else asking meanwhile (another
+hook in this worker, another worker on this machine) polls the row until it is
+``installed`` or ``failed``. A failed binary is not tried again for BINARY_RETRY_AFTER
+seconds (or until ``archivebox install``): the hooks needing it fail at once with the
+reason it failed, without retries.
+
+Every install runs as a Process row of kind ``install``: abxpkg (in
+:mod:`archivebox.binaries.driver`) under the hooks' interpreter, whose own runtime (a
+virtualenv with abxpkg, and abx-plugins when ABX_PLUGINS is on) is provisioned the same
+way, as the Binary row ``python`` (:func:`ensure_runtime`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import logging
+import os
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.db import IntegrityError
+from django.utils import timezone
+
+from archivebox.binaries.models import Binary
+from archivebox.binaries.requests import BinaryRequest
+from archivebox.config import EngineConfig
+from archivebox.core.models import Machine, Process
+from archivebox.hooks.pythons import NoPython, find_python
+from archivebox.process import runner
+from archivebox.transitions.cas import move
+
+logger = logging.getLogger(__name__)
+
+DRIVER = Path(__file__).resolve().parent / "driver.py"
+# How often a hook waiting for another's install looks at the row again.
+POLL = 0.25
+# A lease outlives the install's own timeout by this much (the row writes after it).
+LEASE_MARGIN = 60.0
+# What the hooks' interpreter gets: abxpkg (which needs Python >= 3.12) and, with
+# ABX_PLUGINS, the abx-plugins package, whose plugins folder then joins the plugin dirs.
+RUNTIME_REQUIRES = ">=3.12"
+RUNTIME_PACKAGES = ("abxpkg>=1.13.71,<1.14",)
+ABX_PLUGINS_PACKAGE = "abx-plugins>=1.13.572,<1.14"
+ABX_PLUGINS_LINK = "abx-plugins"
+
+
+class Unavailable(RuntimeError):
+    """A binary cannot be had on this machine (now); the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Installed:
+    """What an install found: the fields written to the Binary row."""
+
+    abspath: str
+    version: str = ""
+    sha256: str = ""
+    binprovider: str = ""
+    env: dict | None = None
+
+
+Installer = Callable[[Binary], Installed]
+
+
+def holder_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"[:64]
+
+
+def row_for(machine: Machine, name: str, key: str, **spec) -> Binary:
+    """This machine's row for ``name`` asked for as ``key`` (created queued if new)."""
+    try:
+        return Binary.objects.get_or_create(machine=machine, name=name, request_key=key, defaults=spec)[0]
+    except IntegrityError:  # created by another process between the get and the create
+        return Binary.objects.get(machine=machine, name=name, request_key=key)
+
+
+def usable(row: Binary) -> bool:
+    """An installed row whose file is still there."""
+    return row.status == "installed" and bool(row.abspath) and os.path.exists(row.abspath)
+
+
+def provide(row: Binary, install: Installer, config: EngineConfig, *, force: bool = False,
+            clock: Callable[[], dt.datetime] = timezone.now) -> Binary:
+    """The row, installed: by this caller if it wins the row, else by whoever holds it.
+    Raises :class:`Unavailable` with the reason when it cannot be had."""
+    holder = holder_id()
+    lease = dt.timedelta(seconds=config.binary_install_timeout + LEASE_MARGIN)
+    give_up = time.monotonic() + config.binary_install_timeout + 2 * LEASE_MARGIN
+    while True:
+        now = clock()
+        if row.status == "installed":
+            if usable(row) and not force:
+                return row
+            force = False  # reopened once: what follows is this request's install
+            move(row, "installed", "queued", now=now, retry_at=now, expect={"modified_at": row.modified_at})
+        elif row.status == "failed":
+            retry_from = row.modified_at + dt.timedelta(seconds=config.binary_retry_after)
+            if now < retry_from and not force:
+                raise Unavailable(f"{row.name}: {row.output}")
+            force = False
+            move(row, "failed", "queued", now=now, retry_at=now, expect={"modified_at": row.modified_at})
+        elif _claim(row, holder, now, lease):
+            return _install(row, install, clock)
+        elif time.monotonic() > give_up:
+            raise Unavailable(f"{row.name}: still being installed by {row.holder or 'another worker'}")
+        else:
+            time.sleep(POLL)
+        row.refresh_from_db()
+
+
+def _claim(row: Binary, holder: str, now: dt.datetime, lease: dt.timedelta) -> bool:
+    """Take the install: a queued row that is due, or an installing one whose lease expired."""
+    if row.status == "queued":
+        return move(row, "queued", "installing", now=now, retry_at=now + lease, expect={"retry_at__lte": now},
+                    fields={"holder": holder})
+    if row.status == "installing" and row.retry_at is not None and row.retry_at < now:
+        logger.warning("binary %s: the install by %s did not finish in time, taking it over", row.name, row.holder)
+        return move(row, "installing", "installing", now=now, retry_at=now + lease, expect={"retry_at": row.retry_at},
+                    fields={"holder": holder})
+    return False
+
+
+def _install(row: Binary, install: Installer, clock: Callable[[], dt.datetime]) -> Binary:
+    started = time.monotonic()
+    try:
+        found = install(row)
+    except Unavailable as err:
+        reason = str(err)
+        move(row, "installing", "failed", now=clock(), expect={"holder": row.holder},
+             fields={"output": reason[:2000], "holder": ""})
+        logger.warning("binary %s could not be had: %s", row.name, reason)
+        raise Unavailable(f"{row.name}: {reason}") from None
+    now = clock()
+    move(row, "installing", "installed", now=now, expect={"holder": row.holder},
+         fields={"abspath": found.abspath, "version": found.version[:64], "sha256": found.sha256[:64],
+                 "binprovider": found.binprovider[:31], "env": found.env or {}, "holder": "", "output": "",
+                 "installed_at": now})
+    logger.info("binary %s %s at %s (%s, %.1fs)", row.name, found.version, found.abspath, found.binprovider,
+                time.monotonic() - started)
+    return row
+
+
+# Running installers as Process rows ----------------------------------------------------
+
+def run_installer(cmd: list[str], label: str, env: dict[str, str], timeout: float, machine: Machine) -> tuple[int | None, str, str]:
+    """Run one install step as a Process row; (exit code, stdout, reason it was stopped)."""
+    pwd = settings.DATA_DIR
+    row, _ = runner.create(kind=Process.Kind.INSTALL, cmd=cmd, pwd=pwd, env=env, timeout=timeout, machine=machine, label=label)
+    try:
+        running = runner.launch(row, env)
+    except OSError as err:
+        runner.close_unlaunched(row, f"could not start: {err}", permanent=True)
+        return None, "", f"could not start {cmd[0]}: {err}"
+    code, reason = runner.wait(running, timeout, grace=settings.ENGINE.hook_kill_grace)
+    runner.finish(row, code, reason, ended_at=running.exited_at)
+    stdout = Path(running.row.stdout_path).read_text(errors="replace") if running.row.stdout_path else ""
+    if code != 0 and not reason:
+        reason = _last_line(running.row.stderr_path) or f"exit code {code}"
+    return code, stdout, reason
+
+
+def _last_line(path: str) -> str:
+    try:
+        lines = [line.strip() for line in Path(path).read_text(errors="replace").splitlines()[-50:] if line.strip()]
+    except OSError:
+        return ""
+    useful = [line for line in lines if not line.startswith("WARNING:")]
+    return (useful or lines or [""])[-1][:300]
+
+
+# The hooks' interpreter ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Runtime:
+    """The hooks' interpreter: a virtualenv with abxpkg (and abx-plugins) installed."""
+
+    python: Path
+    version: str
+    lib_dir: Path
+
+    @property
+    def bin_dir(self) -> Path:
+        return self.python.parent
+
+
+def runtime_packages(config: EngineConfig) -> tuple[str, ...]:
+    return (*RUNTIME_PACKAGES, ABX_PLUGINS_PACKAGE) if config.abx_plugins else RUNTIME_PACKAGES
+
+
+# What package managers read from the environment: proxies, certificate authorities and
+# their own settings (a machine behind a TLS-intercepting proxy needs them all to install).
+INSTALLER_ENV = re.compile(r"^(?:(?:HTTPS?|ALL|NO)_PROXY|(?:https?|all|no)_proxy|SSL_CERT_(?:FILE|DIR)|REQUESTS_CA_BUNDLE|"
+                           r"CURL_CA_BUNDLE|NODE_EXTRA_CA_CERTS|PYENV_ROOT|PIP_[A-Z_]+|UV_[A-Z_]+|(?:NPM|npm)_config_[A-Za-z_]+)$")
+
+
+def base_env(lib_dir: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """An installer's environment: the usual few variables, the package managers' own, abxpkg's lib dir."""
+    environ = os.environ if environ is None else environ
+    own = {key: value for key, value in environ.items() if INSTALLER_ENV.match(key)}
+    return {**runner.base_env(environ), **own, "ABXPKG_LIB_DIR": str(lib_dir)}
+
+
+def ensure_runtime(machine: Machine, config: EngineConfig, requires: str = RUNTIME_REQUIRES, force: bool = False) -> Runtime:
+    """The hooks' interpreter for ``requires``, created on first use (once per machine)."""
+    try:
+        base, version = find_python(requires or RUNTIME_REQUIRES, config.hook_python)
+    except NoPython as err:
+        raise Unavailable(f"python: {err}") from None
+    lib_dir = config.binaries_dir
+    venv = lib_dir / "hookenv" / f"python{version.major}.{version.minor}"
+    packages = runtime_packages(config)
+    key = hashlib.sha256(json.dumps([str(base), str(venv), packages]).encode()).hexdigest()[:16]
+    row = row_for(machine, "python", key, binproviders="venv", min_version=requires,
+                  overrides={"venv": {"base": str(base), "install_args": list(packages)}})
+
+    def install(row: Binary) -> Installed:
+        env = base_env(lib_dir)
+        timeout = config.binary_install_timeout
+        if not (venv / "bin" / "python").exists():
+            code, _, reason = run_installer([str(base), "-m", "venv", str(venv)], "install python venv", env, timeout, machine)
+            if code != 0:
+                raise Unavailable(f"could not create a virtualenv with {base}: {reason}")
+        code, _, reason = run_installer([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *packages],
+                                        f"install {' '.join(packages)}", env, timeout, machine)
+        if code != 0:
+            raise Unavailable(f"pip install {' '.join(packages)} failed: {reason}")
+        link_abx_plugins(venv, lib_dir)
+        return Installed(str(venv / "bin" / "python"), str(version), "", "venv", {"PATH": str(venv / "bin")})
+
+    row = provide(row, install, config, force=force)
+    return Runtime(Path(row.abspath), row.version, lib_dir)
+
+
+def abx_plugins_dir(lib_dir: Path) -> Path:
+    """Where abx-plugins' plugins folder is linked once the runtime has it (a fixed path the
+    plugin dirs can name before it exists)."""
+    return lib_dir / ABX_PLUGINS_LINK
+
+
+def link_abx_plugins(venv: Path, lib_dir: Path) -> None:
+    found = sorted(venv.glob("lib/python3*/site-packages/abx_plugins/plugins"))
+    if not found:
+        return
+    link = abx_plugins_dir(lib_dir)
+    tmp = link.with_name(f".{link.name}.{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(found[-1], target_is_directory=True)
+    os.replace(tmp, link)
+
+
+# A binary a hook declared ----------------------------------------------------------------
+
+def ensure(request: BinaryRequest, machine: Machine, config: EngineConfig, runtime: Runtime | None = None,
+           force: bool = False) -> Binary:
+    """The installed Binary row for ``request`` (abxpkg loads it, or installs it once)."""
+    row = row_for(machine, request.name, request.key, binproviders=request.binproviders, min_version=request.min_version,
+                  overrides=request.overrides)
+    if usable(row) and not force:
+        return row
+
+    def install(row: Binary) -> Installed:
+        env_runtime = runtime or ensure_runtime(machine, config)
+        driver_input = request.as_driver_input()
+        env = {**base_env(env_runtime.lib_dir), "PATH": f"{env_runtime.bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+        code, stdout, reason = run_installer([str(env_runtime.python), str(DRIVER), json.dumps(driver_input)],
+                                             f"install {request.name}", env, config.binary_install_timeout, machine)
+        answer = _answer(stdout)
+        if code != 0 or "abspath" not in answer:
+            raise Unavailable(answer.get("error") or reason or f"abxpkg exited {code}")
+        return Installed(answer["abspath"], answer.get("version", ""), answer.get("sha256", ""), answer.get("binprovider", ""),
+                         answer.get("env") or {})
+
+    return provide(row, install, config, force=force)
+
+
+def _answer(stdout: str) -> dict:
+    for line in reversed(stdout.strip().splitlines()):
+        try:
+            answer = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(answer, dict):
+            return answer
+    return {}
