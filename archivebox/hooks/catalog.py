@@ -80,14 +80,22 @@ class PluginCatalog:
             hooks = state.hooks[owner] = find_hooks(state.plugins, owner)
         return hooks
 
-    def enabled_plugins(self, layers: Sequence[Mapping[str, Any]]) -> set[str]:
+    @staticmethod
+    def chosen(layers: Sequence[Mapping[str, Any]]) -> set[str]:
+        """The plugins named by ``PLUGINS`` (``add --plugins``), lower-cased; empty means all."""
         allow = plugin_config.resolve_key("PLUGINS", plugin_config.GLOBAL_SCHEMA["PLUGINS"], layers)
-        allowed = {p.strip().lower() for p in (allow or "").split(",") if p.strip()}
-        enabled = set()
+        return {p.strip().lower() for p in (allow or "").split(",") if p.strip()}
+
+    def enabled_plugins(self, layers: Sequence[Mapping[str, Any]]) -> set[str]:
+        """Without ``PLUGINS``, every plugin its ``<PLUGIN>_ENABLED`` leaves on. With it, exactly
+        the plugins it names, each of them on even when disabled by default or in the
+        config, as ArchiveBox's ``--plugins`` does (it sets their ``<PLUGIN>_ENABLED``)."""
+        allowed = self.chosen(layers)
         state = self._current()
+        if allowed:
+            return {name for name in state.plugins if name.lower() in allowed}
+        enabled = set()
         for name in state.plugins:
-            if allowed and name.lower() not in allowed:
-                continue
             key = plugin_config.enabled_key(name)
             try:
                 on = plugin_config.resolve_key(key, state.schemas[name][key], layers, plugin=name)
@@ -110,6 +118,8 @@ class PluginCatalog:
         values = self.base_values(layers)
         values.update(plugin_config.resolve(plugin_config.GLOBAL_SCHEMA, layers))
         values.update(plugin_config.resolve(self.schema(plugin), layers, plugin=plugin))
+        if plugin.lower() in self.chosen(layers):
+            values[plugin_config.enabled_key(plugin)] = True  # chosen by name: it runs, and it knows it may
         return values
 
     def base_values(self, layers: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

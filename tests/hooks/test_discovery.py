@@ -157,10 +157,12 @@ def test_plugin_enabled_flags_turn_plugins_off_and_on_per_layer(three_plugins):
     assert names(three_plugins, environ={"ONE_ENABLED": "false"}, crawl_config={"ONE_ENABLED": "true"}) == \
         ["on_Snapshot__10_one.sh", "on_Snapshot__20_two.sh"]
     assert names(three_plugins, environ={}, file_values={"TWO_ENABLED": "no"}) == ["on_Snapshot__10_one.sh"]
-    # an allow-listed plugin that is disabled stays off
-    assert names(three_plugins, environ={"PLUGINS": "one,off"}) == ["on_Snapshot__10_one.sh"]
-    assert names(three_plugins, environ={"PLUGINS": "one,off"}, snapshot_config={"OFF_ENABLED": "1"}) == \
-        ["on_Snapshot__10_one.sh", "on_Snapshot__30_off.sh"]
+    # a plugin chosen by name runs even when disabled (by default or in the config), as
+    # ArchiveBox's --plugins does, and its hook is told it is enabled
+    assert names(three_plugins, environ={"PLUGINS": "one,off"}) == ["on_Snapshot__10_one.sh", "on_Snapshot__30_off.sh"]
+    assert names(three_plugins, environ={"PLUGINS": "off", "OFF_ENABLED": "false"}) == ["on_Snapshot__30_off.sh"]
+    assert three_plugins.resolved("off", layers(environ={"PLUGINS": "off"}))["OFF_ENABLED"] is True
+    assert three_plugins.resolved("off", layers(environ={}))["OFF_ENABLED"] is False
 
 
 def test_the_catalog_notices_a_new_hook_and_a_new_plugin(tmp_path):
