@@ -178,6 +178,12 @@ class EngineConfig:
         return self.lib_dir or (Path.home() / ".config" / "abx" / "lib")
 
     @property
+    def abx_plugins_dir(self) -> Path:
+        """Where abx-plugins' plugins folder is linked once the hooks' runtime has it: a fixed
+        path that ABX_PLUGINS adds to the plugin dirs before it exists."""
+        return self.binaries_dir / "abx-plugins"
+
+    @property
     def slot_ttl(self) -> float:
         """A concurrency slot outlives its tick by one MAX_TICK_TIME of queueing grace."""
         return 2 * self.max_tick_time

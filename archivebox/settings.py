@@ -24,6 +24,9 @@ LOGS_DIR: Path = DATA_DIR / "logs"
 REDIS_URL: str = os.environ.get("REDIS_URL", "").strip()
 CONFIG_FILE_VALUES: dict[str, str] = read_config_file(DATA_DIR)
 PLUGIN_DIRS: str = os.environ.get("PLUGIN_DIRS", CONFIG_FILE_VALUES.get("PLUGIN_DIRS", ""))
+if ENGINE.abx_plugins:
+    # abx-plugins' folder (linked when the hooks' runtime installs it) before the user's own dirs.
+    PLUGIN_DIRS = os.pathsep.join(filter(None, [str(ENGINE.abx_plugins_dir), PLUGIN_DIRS]))
 
 # The SQLite backend (the task monitor gets its own file when the app DB is SQLite).
 SQLITE_ENGINE = "django.db.backends.sqlite3"

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from archivebox.binaries import provision
 from archivebox.binaries.provision import Runtime, Unavailable
-from archivebox.binaries.requests import RequestError, read_deps_from
+from archivebox.binaries.requests import BinaryRequest, RequestError, read_deps_from
 from archivebox.config import EngineConfig
 from archivebox.core.models import Machine
 from archivebox.hooks.discovery import BUILTIN_PLUGINS_DIR, HookScript
@@ -79,6 +79,18 @@ def _met_by_engine(requires: str) -> bool:
         return parse_spec(requires).contains(running_version(), prereleases=True)
     except NoPython as err:
         raise Unavailable(str(err)) from None
+
+
+def requests_for(hook: HookScript, env: dict[str, str], config: EngineConfig) -> list[BinaryRequest]:
+    """The binaries ``hook`` declares through an abxpkg shebang's ``--deps-from`` (none
+    for a built-in or any other hook). Raises :class:`Unavailable` if they cannot be read."""
+    if is_builtin(hook):
+        return []
+    try:
+        launch = read_launch(hook.path)
+        return read_deps_from(launch.deps_from, hook.path.parent, env, config.binaries_dir) if launch.via_abxpkg else []
+    except (OSError, ScriptError, RequestError) as err:
+        raise Unavailable(f"{hook.plugin}/{hook.hook_name}: {err}") from None
 
 
 def _abxpkg_plan(hook: HookScript, launch: Launch, env: dict[str, str], machine: Machine, config: EngineConfig) -> Plan:

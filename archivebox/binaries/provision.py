@@ -54,7 +54,6 @@ LEASE_MARGIN = 60.0
 RUNTIME_REQUIRES = ">=3.12"
 RUNTIME_PACKAGES = ("abxpkg>=1.13.71,<1.14",)
 ABX_PLUGINS_PACKAGE = "abx-plugins>=1.13.572,<1.14"
-ABX_PLUGINS_LINK = "abx-plugins"
 
 
 class Unavailable(RuntimeError):
@@ -237,24 +236,29 @@ def ensure_runtime(machine: Machine, config: EngineConfig, requires: str = RUNTI
                                         f"install {' '.join(packages)}", env, timeout, machine)
         if code != 0:
             raise Unavailable(f"pip install {' '.join(packages)} failed: {reason}")
-        link_abx_plugins(venv, lib_dir)
+        link_abx_plugins(venv, config.abx_plugins_dir)
         return Installed(str(venv / "bin" / "python"), str(version), "", "venv", {"PATH": str(venv / "bin")})
 
     row = provide(row, install, config, force=force)
     return Runtime(Path(row.abspath), row.version, lib_dir)
 
 
-def abx_plugins_dir(lib_dir: Path) -> Path:
-    """Where abx-plugins' plugins folder is linked once the runtime has it (a fixed path the
-    plugin dirs can name before it exists)."""
-    return lib_dir / ABX_PLUGINS_LINK
+def prepare_abx_plugins(machine: Machine, config: EngineConfig) -> Runtime | None:
+    """With ABX_PLUGINS on, the hooks' runtime with abx-plugins installed (its plugins folder
+    linked where the plugin dirs look): done once, before a crawl chooses its hooks."""
+    if not config.abx_plugins:
+        return None
+    found = ensure_runtime(machine, config)
+    if not config.abx_plugins_dir.is_dir():
+        link_abx_plugins(found.python.parent.parent, config.abx_plugins_dir)
+    return found
 
 
-def link_abx_plugins(venv: Path, lib_dir: Path) -> None:
+def link_abx_plugins(venv: Path, link: Path) -> None:
+    """Point ``link`` (ABX_PLUGINS' plugin dir) at the plugins folder abx-plugins installed."""
     found = sorted(venv.glob("lib/python3*/site-packages/abx_plugins/plugins"))
     if not found:
         return
-    link = abx_plugins_dir(lib_dir)
     tmp = link.with_name(f".{link.name}.{os.getpid()}")
     tmp.unlink(missing_ok=True)
     tmp.symlink_to(found[-1], target_is_directory=True)

@@ -17,11 +17,12 @@ import time
 from django.conf import settings
 from django.utils import timezone
 
+from archivebox.binaries import provision
 from archivebox.cli import CommandError
 from archivebox.cli.common import at_least, read_lines, setup_django
 from archivebox.cli.progress import Progress, crawl_counts
 from archivebox.cli.waiting import wait_on_others
-from archivebox.core.models import ArchiveResult, Crawl
+from archivebox.core.models import ArchiveResult, Crawl, Machine
 from archivebox.core.urlinput import PARSERS
 from archivebox.personas import store as persona_store
 from archivebox.personas.models import Persona
@@ -102,6 +103,7 @@ def run(args) -> int:
         if not 0 <= options.depth <= 9:
             raise AddError(f"--depth must be between 0 and 9, got {args.depth}")
         setup_django()
+        abx_plugins_ready()
         options.persona_config = persona_config(args.persona)
         texts = gather(args)
         seeds, errors = read_seeds(texts, args.parser)
@@ -186,3 +188,12 @@ def print_summary(crawl: Crawl, finished: bool) -> None:
           f"{results.get('skipped', 0)} skipped, {results.get('noresults', 0)} found nothing, "
           f"{results.get('queued', 0) + results.get('started', 0)} unfinished")
     print(f"  archive:   {settings.ARCHIVE_DIR}")
+
+
+def abx_plugins_ready() -> None:
+    """With ABX_PLUGINS on, abx-plugins is installed for the hooks first (once per machine),
+    so that the crawl sees its plugins; if it cannot be, the built-ins still run."""
+    try:
+        provision.prepare_abx_plugins(Machine.current(settings.ENGINE.machine_id), settings.ENGINE)
+    except provision.Unavailable as err:
+        print(f"archivebox add: warning: ABX_PLUGINS is on but abx-plugins cannot be installed: {err}", file=sys.stderr)

@@ -8,10 +8,12 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.management import call_command
 
+from archivebox.binaries import provision
 from archivebox.cli import CommandError
 from archivebox.cli.common import setup_django
 from archivebox.cli.permissions import tighten
 from archivebox.config import CONFIG_FILENAME
+from archivebox.core.models import Machine
 
 CONFIG_TEMPLATE = """# ArchiveBox configuration for this collection.
 # Keys set here apply unless the environment (or a crawl's own config) sets them.
@@ -36,6 +38,13 @@ def run(args) -> int:
         raise CommandError(f"cannot create the collection in {settings.DATA_DIR}: {err.strerror} ({err.filename or settings.DATA_DIR})") from None
     if not args.quiet:
         print(f"Initialized ArchiveBox collection in {settings.DATA_DIR}")
+    if settings.ENGINE.abx_plugins:
+        try:
+            found = provision.prepare_abx_plugins(Machine.current(settings.ENGINE.machine_id), settings.ENGINE)
+        except provision.Unavailable as err:
+            raise CommandError(f"ABX_PLUGINS: abx-plugins cannot be installed for the hooks: {err}") from None
+        if not args.quiet:
+            print(f"abx-plugins installed for the hooks (Python {found.version}): {settings.ENGINE.abx_plugins_dir}")
     return 0
 
 

@@ -11,11 +11,12 @@ import json
 from django.conf import settings
 from django.utils import timezone
 
+from archivebox.binaries import listing
 from archivebox.broker import repair
 from archivebox.cli.common import setup_django
 from archivebox.cli.permissions import exposed
 from archivebox.cli.progress import by_status
-from archivebox.core.models import ArchiveResult, Crawl, Lease, Process, Snapshot
+from archivebox.core.models import ArchiveResult, Crawl, Lease, Machine, Process, Snapshot
 from archivebox.web.health import POOLS, liveness
 
 MODELS = [Crawl, Snapshot, ArchiveResult, Process]
@@ -48,6 +49,7 @@ def gather() -> dict:
     report["busy_slots"] = Lease.objects.filter(key__startswith="slot:", expires_at__gte=now).count()
     report["readable_by_others"] = exposed(settings.DATA_DIR)
     report["queue_files"] = queue_files(settings.QUEUE_DIR)
+    report["binaries"] = listing.summary(Machine.current(settings.ENGINE.machine_id))
     return report
 
 
@@ -78,6 +80,10 @@ def format_report(report: dict) -> str:
     if report["stale_workers"]:
         lines.append(_row("Stale workers", f"{len(report['stale_workers'])} (heartbeat expired; the loop closes their rows)"))
     lines.append(_row("Busy slots", str(report["busy_slots"])))
+    binaries = report["binaries"]
+    lines.append(_row("Binaries", ", ".join(f"{count} {status}" for status, count in sorted(binaries["counts"].items()))
+                      + " on this machine (`archivebox binary list`)" if binaries["counts"] else "none provisioned yet"))
+    lines += [f"  - {failed['name']} failed: {failed['reason']}" for failed in binaries["failed"]]
     for problem in report["queue_files"]["corrupted"]:
         lines.append(f"Warning: queue file {problem}: the next worker moves it aside and starts an empty one")
     if report["queue_files"]["moved_aside"]:

@@ -116,3 +116,23 @@ def test_no_suitable_python_is_a_clear_reason(tmp_path):
         find_python(">=3.99", environ={"PATH": str(tmp_path), "PYENV_ROOT": str(tmp_path)})
     with pytest.raises(NoPython, match="HOOK_PYTHON=/nonexistent/python3"):
         find_python(">=3.12", "/nonexistent/python3")
+
+
+def test_binaries_are_shown_in_the_admin():
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    machine = Machine.current(settings.ENGINE.machine_id)
+    Binary.objects.create(machine=machine, name="wget", request_key="k1", status="installed", retry_at=None,
+                          version="1.21.3", binprovider="env", abspath="/usr/bin/wget")
+    Binary.objects.create(machine=machine, name="nosuch", request_key="k2", status="failed", retry_at=None,
+                          output="env: not found on PATH")
+    admin, _ = User.objects.get_or_create(username="binaries-admin", defaults={"is_staff": True, "is_superuser": True})
+    client = Client(HTTP_HOST="127.0.0.1")
+    client.force_login(admin)
+    page = client.get("/admin/binaries/binary/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "/usr/bin/wget" in text and "1.21.3" in text and "nosuch" in text
+    detail = client.get(f"/admin/binaries/binary/{Binary.objects.get(name='nosuch').pk}/change/")
+    assert detail.status_code == 200 and "env: not found on PATH" in detail.content.decode()

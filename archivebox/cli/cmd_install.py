@@ -1,0 +1,104 @@
+"""Provision the binaries that the enabled plugins' hooks declare, on this machine, now.
+
+`archivebox install` does at once what the first hook needing each binary would do (see
+archivebox.binaries): the hooks' Python runtime (with abx-plugins when ABX_PLUGINS is on),
+then every binary an abxpkg shebang's --deps-from declares, each recorded as a Binary row.
+`archivebox install wget trafilatura` limits it to those plugins or binaries; `--force`
+installs again what is installed or failed. Exit code 1 if any binary could not be had.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.conf import settings
+
+from archivebox.binaries import hookrun, listing, provision
+from archivebox.binaries.models import Binary
+from archivebox.binaries.provision import Unavailable
+from archivebox.binaries.requests import BinaryRequest
+from archivebox.cli.common import setup_django
+from archivebox.core.models import Machine
+from archivebox.hooks import runtime
+from archivebox.hooks.catalog import catalog, layers
+from archivebox.hooks.config import to_env
+
+MODELS = ("CrawlSetup", "Crawl", "Snapshot")
+
+
+def register(parser) -> None:
+    parser.add_argument("names", nargs="*", metavar="NAME", help="plugins or binaries (default: every enabled plugin)")
+    parser.add_argument("--force", action="store_true", help="install again what is installed, try again what failed")
+    parser.add_argument("--json", action="store_true", help="print the Binary rows as JSON")
+
+
+def wanted(names: list[str]):
+    """A filter of (plugin, request) pairs by the names given (plugins, binaries, their config keys)."""
+    lowered = {name.lower() for name in names}
+
+    def match(plugin: str, request: BinaryRequest) -> bool:
+        if not lowered:
+            return True
+        aliases = {plugin.lower(), request.name.lower(), request.env_key.lower(), request.env_key.removesuffix("_BINARY").lower()}
+        return bool(aliases & lowered)
+    return match
+
+
+def requests_to_install(machine: Machine, names: list[str]) -> tuple[list[BinaryRequest], list[str]]:
+    """What to provision (without repeats), and the hooks whose declarations cannot be read."""
+    cat = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
+    config_layers = layers(file_values=settings.CONFIG_FILE_VALUES)
+    enabled = cat.enabled_plugins(config_layers)
+    named = {name.lower() for name in names}
+    match = wanted(names)
+    found: dict[tuple[str, str], BinaryRequest] = {}
+    problems = []
+    for model in MODELS:
+        for hook in cat.all_hooks(model):
+            if hook.plugin not in enabled and hook.plugin.lower() not in named:
+                continue
+            env = to_env(cat.resolved(hook.plugin, [*config_layers, runtime.defaults(settings.DATA_DIR, machine.guid)]))
+            try:
+                requests = hookrun.requests_for(hook, env, settings.ENGINE)
+            except Unavailable as err:
+                problems.append(str(err))
+                continue
+            for request in requests:
+                if match(hook.plugin, request):
+                    found.setdefault((request.name, request.key), request)
+    return list(found.values()), problems
+
+
+def run(args) -> int:
+    setup_django()
+    machine = Machine.current(settings.ENGINE.machine_id)
+    requests, problems = requests_to_install(machine, args.names)
+    rows: list[Binary] = []
+    failures = list(problems)
+    runtime_row = None
+    if requests or settings.ENGINE.abx_plugins:
+        try:
+            provision.ensure_runtime(machine, settings.ENGINE, force=args.force)
+        except Unavailable as err:
+            failures.append(str(err))
+        runtime_row = Binary.objects.filter(machine=machine, name="python").order_by("-modified_at").first()
+        if runtime_row is not None:
+            rows.append(runtime_row)
+    if runtime_row is None or runtime_row.status == "installed":
+        for request in requests:
+            try:
+                rows.append(provision.ensure(request, machine, settings.ENGINE, force=args.force))
+            except Unavailable as err:
+                failures.append(str(err))
+                rows.extend(Binary.objects.filter(machine=machine, name=request.name, request_key=request.key))
+    if args.json:
+        print(json.dumps({"binaries": [listing.as_json(row) for row in rows], "failed": failures}, indent=2))
+    else:
+        print(f"Binaries on {machine} (lib dir {settings.ENGINE.binaries_dir}):")
+        for row in rows:
+            print(listing.line(row))
+        for problem in problems:
+            print(f"  ✗ {problem}")
+        if not rows and not problems:
+            print("  none: no enabled plugin declares a binary")
+    return 1 if failures else 0
