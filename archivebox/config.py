@@ -116,6 +116,11 @@ ENGINE_NUMBERS: dict[str, tuple[str, type, float]] = {
     "SIDEEFFECTS_WORKERS": ("sideeffects_workers", int, 1),
     "BINARY_INSTALL_TIMEOUT": ("binary_install_timeout", float, 1),
     "BINARY_RETRY_AFTER": ("binary_retry_after", float, 0),
+    "BROWSER_MAX_TABS": ("browser_max_tabs", int, 1),
+    "BROWSER_MAX_MEMORY": ("browser_max_memory", int, 0),
+    "BROWSER_CHECK_INTERVAL": ("browser_check_interval", float, 0.1),
+    "BROWSER_HANG_TIMEOUT": ("browser_hang_timeout", float, 0.5),
+    "BROWSER_START_TIMEOUT": ("browser_start_timeout", float, 1),
 }
 
 # Every key EngineConfig reads (from the environment or ArchiveBox.conf).
@@ -176,6 +181,18 @@ class EngineConfig:
     def binaries_dir(self) -> Path:
         """abxpkg's lib dir: LIB_DIR / ABXPKG_LIB_DIR, else abxpkg's own default."""
         return self.lib_dir or (Path.home() / ".config" / "abx" / "lib")
+    # The shared Chromium of a side-effects worker (see archivebox.process.browser): pages
+    # open in it at once, its memory (MB, proportional set size of its process tree; 0 = no
+    # limit) past which it is restarted between pages, how often it is checked, how long
+    # it may take to answer a check before it counts as hung, and to start.
+    browser_max_tabs: int = 4
+    browser_max_memory: int = 2048
+    browser_check_interval: float = 5.0
+    browser_hang_timeout: float = 10.0
+    browser_start_timeout: float = 20.0
+    # CHROME_BINARY (a name on PATH or a path; empty: the first of chromium,
+    # chromium-browser, google-chrome found). The plugins' config.json declare the key too.
+    chrome_binary: str = ""
 
     @property
     def abx_plugins_dir(self) -> Path:
@@ -206,6 +223,7 @@ class EngineConfig:
         kwargs["hook_python"] = values.get("HOOK_PYTHON", "").strip()
         if values.get("ABX_PLUGINS", "").strip():
             kwargs["abx_plugins"] = parse_bool("ABX_PLUGINS", values["ABX_PLUGINS"])
+        kwargs["chrome_binary"] = values.get("CHROME_BINARY", "").strip()
         if values.get("FORKSERVER", "").strip():
             kwargs["forkserver"] = parse_bool("FORKSERVER", values["FORKSERVER"])
         return cls(**kwargs)

@@ -106,7 +106,7 @@ class Collection:
         return {row[0]: row[1] for row in self.query(f"SELECT status, COUNT(*) FROM core_{table} GROUP BY status")}
 
     def unfinished(self) -> int:
-        return sum(self.scalar(f"SELECT COUNT(*) FROM core_{t} WHERE retry_at IS NOT NULL AND NOT (status='running' AND kind IN ('worker', 'forkserver'))")
+        return sum(self.scalar(f"SELECT COUNT(*) FROM core_{t} WHERE retry_at IS NOT NULL AND NOT (status='running' AND kind IN ('worker', 'forkserver', 'browser'))")
                    if t == "process" else self.scalar(f"SELECT COUNT(*) FROM core_{t} WHERE retry_at IS NOT NULL")
                    for t in ("crawl", "snapshot", "archiveresult", "process"))
 

@@ -21,6 +21,8 @@ from archivebox.transitions.cas import move
 logger = logging.getLogger(__name__)
 
 _current: dict[int, Process] = {}
+# Long-lived helpers of a worker, kept alive by its heartbeat: the fork server, the browser.
+HELPERS = (Process.Kind.FORKSERVER, Process.Kind.BROWSER)
 
 
 def register_worker(machine: Machine, label: str, heartbeat_ttl: float, pool: str = "") -> Process:
@@ -42,11 +44,11 @@ def current_worker() -> Process | None:
 
 
 def heartbeat(row: Process, heartbeat_ttl: float) -> bool:
-    """Push the row's deadline forward, and its long-lived helpers' (the fork server), and
+    """Push the row's deadline forward, and its long-lived helpers' (:data:`HELPERS`), and
     mark its machine as seen now; False if the worker's row was closed meanwhile."""
     now = timezone.now()
     deadline = now + dt.timedelta(seconds=heartbeat_ttl)
-    Process.objects.filter(parent=row, kind=Process.Kind.FORKSERVER, status="running").update(retry_at=deadline, modified_at=now)
+    Process.objects.filter(parent=row, kind__in=HELPERS, status="running").update(retry_at=deadline, modified_at=now)
     Machine.objects.filter(pk=row.machine_id).update(last_seen=now)
     return bool(Process.objects.filter(pk=row.pk, status="running").update(retry_at=deadline, modified_at=now))
 

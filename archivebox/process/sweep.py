@@ -35,7 +35,10 @@ def sweep_workers(machine: Machine, exclude_pid: int | None = None) -> int:
             if row.kind == Process.Kind.WORKER or owner_alive(row):
                 continue
             logger.warning("killing orphaned %s (pid %s): its worker is gone", row.label, row.pid)
-            runner.stop_one(row.pid, grace=1.0)  # not its children: a fork server's are hooks, adopted by their rows
+            if row.kind == Process.Kind.BROWSER:
+                runner.kill_orphan(row.pid, row.pid_started, row.pwd, grace=1.0)  # Chromium's whole group
+            else:
+                runner.stop_one(row.pid, grace=1.0)  # not its children: a fork server's are hooks, adopted by their rows
         closed += runner.finish(row, None, "gone: worker exited without closing its row")
     return closed
 

@@ -21,6 +21,7 @@ from django.db import DatabaseError, close_old_connections, connections
 from archivebox.core import diskspace
 from archivebox.core.models import Machine
 from archivebox.process import forkclient, registry
+from archivebox.process.browser import BROWSER
 from archivebox.process.sweep import sweep_workers
 
 logger = logging.getLogger(__name__)
@@ -43,6 +44,8 @@ class WorkerListener:
         self.machine = Machine.current(self.config.machine_id)
         self.row = registry.register_worker(self.machine, f"{self.pool} pool ({self.consumer.workers} workers)",
                                            self.config.heartbeat_ttl, pool=self.pool)
+        if self.stop_hooks is not None:
+            BROWSER.reopen()  # a pool that runs hooks shares a browser among them
         self._sweep()
         now = time.monotonic()
         self._next_heartbeat = now + self.config.heartbeat_interval
@@ -77,6 +80,7 @@ class WorkerListener:
         if self.stop_hooks is not None:
             with self._heartbeating():  # hooks may take HOOK_STOP_GRACE and more to wind down
                 self._despite_full_disk(lambda: self.stop_hooks(self.row, graceful))
+            self._despite_full_disk(BROWSER.stop)
         self._despite_full_disk(forkclient.CLIENT.stop)
         self._despite_full_disk(lambda: registry.close_worker(self.row, "stopped"))
         logger.info("%s pool stopped", self.pool)

@@ -59,9 +59,12 @@ from archivebox.hooks import runtime
 from archivebox.hooks.discovery import HookScript
 from archivebox.hooks.output import HookReport, Outlink, read_report
 from archivebox.process import forkclient, runner, sweep
+from archivebox.process.browser import Lease
 from archivebox.process.registry import current_worker
 from archivebox.process.threadpool import IDLE, ThreadPool
 from archivebox.core.urlinput import better_title
+from archivebox.sideeffects import browsing
+from archivebox.sideeffects.browsing import browser_for
 from archivebox.sideeffects.crawl import create_snapshots
 from archivebox.sideeffects.queue import sideeffect
 from archivebox.tasks.dispatch import wake_rows
@@ -103,6 +106,7 @@ class Attempt:
     timeout: float | None
     wanted: Callable[[str], bool]  # which outlinks become snapshots
     ran: float = 0.0  # seconds it ran before this worker watched it (adopted)
+    browser: Lease | None = None  # the tab of the shared browser it holds, if any
 
 
 # Running an attempt ----------------------------------------------------------------
@@ -152,23 +156,31 @@ def run_attempt(result: ArchiveResult) -> None:
     cmd = hook_command(hook, url=snapshot.url if snapshot else None, snapshot_id=snapshot.pk if snapshot else None,
                        crawl_id=crawl.pk, depth=snapshot.depth if snapshot else 0, prefix=how.prefix if how else None)
     job = Attempt(result.pk, attempt, snapshot, crawl, pwd, timeout, wanted)
+    fast = how is None and hook.ext == "py" and settings.ENGINE.forkserver
+    spawner = forkclient.spawn_held if fast else runner.gated_spawner
+    # A plugin that asks for the shared browser holds one of its tabs while it runs.
+    with browser_for(cat.schema(result.plugin), env, crawl_dir(crawl.pk)) as job.browser:
+        launch_and_watch(job, cmd, env, machine, key, label, spawner)
 
+
+def launch_and_watch(job: Attempt, cmd: list[str], env: dict[str, str], machine: Machine, key: str, label: str,
+                     spawner: runner.Spawner) -> None:
+    """Steps 2 to 5 of :func:`run_attempt`: record, spawn, watch, record the outcome."""
     # 2. record
-    row, created = runner.create(kind=Process.Kind.HOOK, cmd=cmd, pwd=pwd, env=env, timeout=timeout, machine=machine,
-                                 parent=current_worker(), key=key, archiveresult_id=result.pk, attempt=attempt, label=label)
+    row, created = runner.create(kind=Process.Kind.HOOK, cmd=cmd, pwd=job.pwd, env=env, timeout=job.timeout, machine=machine,
+                                 parent=current_worker(), key=key, archiveresult_id=job.result_id, attempt=job.attempt,
+                                 label=label)
     if not created:
         logger.debug("%s already launched (%s), not running it twice", key, row.status)
         return
     if shutting_down.is_set():
         _close_unlaunched(row, job, f"{runner.SHUTDOWN} before the hook started", interrupted=True)
         return
-    pwd.mkdir(parents=True, exist_ok=True)
+    job.pwd.mkdir(parents=True, exist_ok=True)
     if "TMP_DIR" in env:
         Path(env["TMP_DIR"]).mkdir(parents=True, exist_ok=True)
 
     # 3. spawn (held until its PID is recorded)
-    fast = how is None and hook.ext == "py" and settings.ENGINE.forkserver
-    spawner = forkclient.spawn_held if fast else runner.gated_spawner
     try:
         running = runner.launch(row, env, spawner=spawner)
     except runner.LaunchRefused as err:
@@ -210,6 +222,10 @@ def record_outcome(job: Attempt, row: Process, exit_code: int | None, reason: st
         outcome = report.to_json()
         if reason.startswith(runner.SHUTDOWN) or reason.startswith(GONE):
             outcome["interrupted"] = True  # not the hook's doing: run it again, uncounted
+        elif exit_code != 0 and browsing.lost(job.browser):
+            # Its browser crashed or hung under it: run it again in the new one, uncounted.
+            outcome.update(interrupted=True, browser_lost=True)
+            outcome.setdefault("notes", []).append("the shared browser crashed or hung during this attempt")
         elif exit_code != 0 and diskspace.out_of_space(job.pwd, row.stderr_path):
             # Nor is a full disk: run it again once there is space, uncounted.
             diskspace.report(row.label, job.pwd)

@@ -360,6 +360,6 @@ def handle_process(process: Process, *, now: dt.datetime, config: EngineConfig) 
     """A Process row is due only when its owner stopped reporting: close it."""
     if process.status == "queued":
         return Go(process_t.transition_process_queued_to_exited, {"reason": "never launched"})
-    if process.kind in (Process.Kind.WORKER, Process.Kind.FORKSERVER):
+    if process.kind in (Process.Kind.WORKER, Process.Kind.FORKSERVER, Process.Kind.BROWSER):
         return Go(process_t.transition_process_running_to_exited, {"reason": "lost: heartbeat stopped"})
     return Go(process_t.transition_process_running_to_exited, {"reason": "lost: no exit recorded by its deadline"})

@@ -15,6 +15,7 @@ class Process(StatefulModel):
         FORKSERVER = "forkserver"
         # abxpkg loading or installing a binary a hook needs (archivebox.binaries).
         INSTALL = "install"
+        BROWSER = "browser"
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     status = status_field(ProcessGraph)

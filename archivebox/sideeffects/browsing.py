@@ -1,0 +1,82 @@
+"""Which hook runs get the worker's shared browser, and how they learn where it is.
+
+A plugin asks for the browser by declaring ``CHROME_CDP_URL`` in its config.json (as
+abx-plugins' chrome plugin does). Unless the user set that key to a browser of their own,
+its hook run holds a tab of this worker's browser (:class:`archivebox.process.browser.Lease`)
+for as long as it runs, and finds the endpoint two ways:
+
+- the ``CHROME_CDP_URL`` environment variable (authoritative: it is this machine's browser);
+- abx-plugins' files in the crawl's ``chrome/`` folder: ``cdp_url.txt``, ``chrome.pid``
+  and ``browser.json`` (``{"ready": true, "extensions": []}``), so that third-party hooks
+  that look there share it too. Several machines may archive one crawl; the files name the
+  browser of the last one that wrote them.
+
+Without a browser (none installed, it failed to start) the hook runs without the variable
+and says why it cannot capture (the built-in ones report ``skipped``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+from collections.abc import Iterator, Mapping, MutableMapping
+from pathlib import Path
+
+from archivebox.process.browser import BROWSER, BrowserUnavailable, Lease
+
+logger = logging.getLogger(__name__)
+
+ENDPOINT_KEY = "CHROME_CDP_URL"
+
+
+def wants_browser(schema: Mapping[str, object], config_env: Mapping[str, str]) -> bool:
+    """A plugin that declares CHROME_CDP_URL, and whose user did not point it elsewhere."""
+    return ENDPOINT_KEY in schema and not config_env.get(ENDPOINT_KEY)
+
+
+@contextlib.contextmanager
+def browser_for(schema: Mapping[str, object], env: MutableMapping[str, str], crawl_dir: Path) -> Iterator[Lease | None]:
+    """Hold a tab of the shared browser for a hook run that wants one (None otherwise, or
+    when there is no browser), putting its endpoint in ``env`` and the crawl's folder."""
+    if not wants_browser(schema, env):
+        yield None
+        return
+    with contextlib.ExitStack() as held:
+        try:
+            lease = held.enter_context(BROWSER.lease())
+        except BrowserUnavailable as err:
+            logger.info("no shared browser for this hook: %s", err)
+            lease = None
+        if lease is not None:
+            env[ENDPOINT_KEY] = lease.cdp_url
+            publish(crawl_dir / "chrome", lease)
+        yield lease
+
+
+def publish(folder: Path, lease: Lease) -> None:
+    """Write abx-plugins' session files for ``lease``'s browser (unchanged ones are left be)."""
+    files = {
+        "cdp_url.txt": lease.cdp_url,
+        "chrome.pid": str(lease.pid),
+        "browser.json": json.dumps({"ready": True, "extensions": [], "managed_by": "archivebox"}, indent=2),
+    }
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            path = folder / name
+            with contextlib.suppress(OSError):
+                if path.read_text() == text:
+                    continue
+            tmp = path.with_name(f".{name}.{os.getpid()}.tmp")
+            tmp.write_text(text)
+            os.replace(tmp, path)
+    except OSError as err:
+        # The environment variable still tells the hook; only third-party readers miss out.
+        logger.warning("could not publish the browser endpoint in %s: %s", folder, err)
+
+
+def lost(lease: Lease | None) -> bool:
+    """Did the browser a hook run used crash or hang under it (not the hook's doing)?"""
+    return lease is not None and BROWSER.lost(lease.generation)

@@ -1,0 +1,170 @@
+"""The shared browser of a worker, driven directly: start, lease, crash, hang, recycle, stop,
+and the sweep of a browser whose worker is gone. Real Chromium, real Process rows."""
+
+import dataclasses
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import psutil
+import pytest
+from django.conf import settings
+
+from archivebox.core.models import Machine, Process
+from archivebox.process import browser as browser_mod
+from archivebox.process import runner
+from archivebox.process.browser import Browser, BrowserUnavailable, responsive
+from archivebox.process.registry import register_worker
+from archivebox.process.sweep import sweep_workers
+from browsersite import CHROME, chromium_processes, wait_gone
+from helpers import wait_until
+
+needs_chrome = pytest.mark.skipif(CHROME is None, reason="chromium is not installed")
+
+
+def config(**changes):
+    return dataclasses.replace(settings.ENGINE, browser_check_interval=0.2, browser_hang_timeout=1.0, **changes)
+
+
+@pytest.fixture
+def browser():
+    shared = Browser(config())
+    yield shared
+    shared.stop()
+
+
+def http_url(lease):
+    return lease.cdp_url.replace("ws://", "http://").split("/devtools/")[0]
+
+
+@needs_chrome
+def test_a_lease_starts_one_browser_shared_by_the_next(browser):
+    with browser.lease() as first:
+        assert responsive(http_url(first), 2)
+        row = Process.objects.get(kind="browser")
+        assert (row.status, row.pid, row.label) == ("running", first.pid, "chromium")
+        with browser.lease() as second:
+            assert second == first  # the same browser, one more tab
+            assert browser.in_use() == 2
+    assert browser.in_use() == 0
+    profile = row.pwd
+    browser.stop()
+    row.refresh_from_db()
+    assert (row.status, row.reason) == ("exited", "stopped with its worker")
+    assert chromium_processes([profile]) == [] and not os.path.exists(profile)
+
+
+@needs_chrome
+def test_tabs_are_bounded():
+    shared = Browser(config(browser_max_tabs=2))
+    held, peak, lock = [], [0], threading.Lock()
+
+    def page():
+        with shared.lease():
+            with lock:
+                held.append(1)
+                peak[0] = max(peak[0], len(held))
+            time.sleep(0.3)
+            with lock:
+                held.pop()
+
+    try:
+        threads = [threading.Thread(target=page) for _ in range(5)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert peak[0] == 2
+    finally:
+        shared.stop()
+
+
+@needs_chrome
+def test_a_crashed_browser_is_replaced_and_its_leases_are_lost(browser):
+    with browser.lease() as first:
+        os.kill(first.pid, signal.SIGKILL)
+        assert browser.lost(first.generation)  # asked by the hook run that failed with it
+    old = Process.objects.get(pid=first.pid, kind="browser")
+    assert old.status == "exited" and old.reason.startswith("crashed")
+    with browser.lease() as second:
+        assert second.generation != first.generation and responsive(http_url(second), 2)
+        assert not browser.lost(second.generation)
+
+
+@needs_chrome
+def test_a_hung_browser_is_killed_by_the_watchdog(browser):
+    with browser.lease() as first:
+        os.kill(first.pid, signal.SIGSTOP)  # alive, but answers nothing
+        wait_until(lambda: browser.lost(first.generation), timeout=15, message="the watchdog to find it hung")
+    old = Process.objects.get(pid=first.pid, kind="browser")
+    assert old.status == "exited" and old.reason.startswith("hung")
+    assert wait_gone([psutil.Process(first.pid)] if psutil.pid_exists(first.pid) else []) == []
+    with browser.lease() as second:
+        assert responsive(http_url(second), 2)
+
+
+@needs_chrome
+def test_a_browser_over_its_memory_limit_is_recycled_between_pages():
+    shared = Browser(config(browser_max_memory=1))  # 1 MB: always over
+    try:
+        with shared.lease() as first:
+            assert shared.check() == "recycle"
+            assert not shared.lost(first.generation)
+            started = []
+            waiter = threading.Thread(target=lambda: started.append(shared.lease().__enter__()))
+            waiter.start()
+            time.sleep(0.5)
+            assert started == []  # no new page while the browser waits to be recycled
+        waiter.join(timeout=30)
+        [second] = started
+        assert second.generation != first.generation and not shared.lost(first.generation)
+        old = Process.objects.get(pid=first.pid, kind="browser")
+        assert old.reason == "recycled: over BROWSER_MAX_MEMORY"
+    finally:
+        shared._in_use = 0
+        shared.stop()
+
+
+def test_without_chromium_a_lease_says_why():
+    shared = Browser(config(chrome_binary="/nonexistent/chromium"))
+    with pytest.raises(BrowserUnavailable, match=r"chromium not installed \(CHROME_BINARY=/nonexistent/chromium not found\)"):
+        with shared.lease():
+            pass
+    assert not Process.objects.filter(kind="browser").exists()
+
+
+def test_a_stopping_worker_refuses_leases(browser):
+    browser.stop()
+    with pytest.raises(BrowserUnavailable, match="the worker is stopping"):
+        with browser.lease():
+            pass
+
+
+@needs_chrome
+def test_the_sweep_kills_the_browser_of_a_dead_worker(tmp_path):
+    """A browser row whose worker is gone: another worker's sweep kills its whole group."""
+    machine = Machine.current(settings.ENGINE.machine_id)
+    worker = register_worker(machine, "sideeffects pool", 15, pool="sideeffects")
+    dead = subprocess.Popen(["sleep", "0"])
+    dead.wait()
+    Process.objects.filter(pk=worker.pk).update(pid=dead.pid, pid_started=1.0)  # its process is gone
+    profile = str(tmp_path / "profile")
+    cmd = [CHROME, *browser_mod.CHROME_FLAGS[:-1], f"--user-data-dir={profile}", "about:blank"]  # no pipe to die with
+    row, _ = runner.create(kind=Process.Kind.BROWSER, cmd=cmd, pwd=profile, env={}, timeout=None, machine=machine,
+                           parent=worker, label="chromium")
+    os.makedirs(profile)
+    running = runner.launch(row, {**runner.base_env(), "HOME": profile, "DBUS_SESSION_BUS_ADDRESS": "disabled:"})
+    try:
+        wait_until(lambda: os.path.exists(os.path.join(profile, "DevToolsActivePort")), timeout=20, message="chromium")
+        family = chromium_processes([profile])
+        assert len(family) > 1
+        assert sweep_workers(machine, exclude_pid=os.getpid()) >= 1
+        assert wait_gone(family) == []
+        row.refresh_from_db()
+        assert row.status == "exited" and row.reason.startswith("gone")
+    finally:
+        if running.handle.poll() is None:
+            os.killpg(running.pid, signal.SIGKILL)
+            running.handle.wait()
