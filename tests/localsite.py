@@ -26,7 +26,8 @@ without a declared icon), ``latin1.html`` (ISO-8859-1), ``data.json`` (not
 HTML), and a link to ``missing.html`` which does not exist (404).
 
 Dynamic endpoints of the server: ``/slow?delay=SECONDS`` (an HTML page sent
-after a delay; any file is slow when the server is given ``delays``), ``/redirect?to=PATH`` (302), ``/loop`` (302 to itself), ``/status/CODE`` (any status).
+after a delay; any file is slow when the server is given ``delays``), ``/slowimg?delay=SECONDS`` (a 40x30 PNG sent
+after a delay), ``/redirect?to=PATH`` (302), ``/loop`` (302 to itself), ``/status/CODE`` (any status).
 Only 127.0.0.1 is ever bound or contacted.
 """
 
@@ -381,6 +382,12 @@ class SiteServer:
                         time.sleep(0.05)
                     return self._send(200, "text/html; charset=utf-8",
                                       b"<html><head><title>Slow Page</title></head><body>late</body></html>", head)
+                if path == "/slowimg":
+                    delay = float(query.get("delay", ["2"])[0])
+                    end = time.monotonic() + delay
+                    while time.monotonic() < end and not server._stopping.is_set():
+                        time.sleep(0.05)
+                    return self._send(200, "image/png", png_bytes(40, 30, (250, 120, 0)), head)
                 if path == "/redirect":
                     target = query.get("to", ["/index.html"])[0]
                     return self._send(302, "text/html", b"moved", head, {"Location": target})

@@ -116,7 +116,7 @@ def test_a_url_list_file_given_to_add_expands_into_its_urls(tmp_path):
 
 def test_chromium_outputs_are_valid_files(tmp_path):
     with local_site(tmp_path / "site", pages=20) as site:
-        collection = collection_for(tmp_path, site, "headers,screenshot,pdf,dom")
+        collection = collection_for(tmp_path, site, "headers,chrome,screenshot,pdf,dom")
         collection.cli("add", site.info.pages[0].url, timeout=300)
         [snapshot] = collection.list_json()
     statuses = {r["plugin"]: (r["status"], r["output_str"]) for r in snapshot["results"]}

@@ -13,7 +13,7 @@ Any hook can use it, the built-in plugins and the ones in ``<data>/plugins`` ali
 
 - ``env``: argv and config: :func:`start`, :func:`parse_args`, :func:`env_str`,
   :func:`env_bool`, :func:`env_int`, :func:`env_list`, :func:`timeout_for`,
-  :func:`net_options`, :func:`import_third_party`
+  :func:`net_options`, :func:`import_third_party`, :func:`env_float`
 - ``output``: :func:`emit`, :func:`emit_url`, :func:`finish` (final result, exit 0),
   :func:`transient` (exit 1: retried later), :func:`log` (stderr), :func:`arm_timeout`
 - ``files``: the snapshot's folder: :func:`snap_dir`, :func:`sibling_path`,
@@ -25,7 +25,8 @@ Any hook can use it, the built-in plugins and the ones in ``<data>/plugins`` ali
   :func:`normalize_outlink`
 - ``procs``: :func:`run_cmd` (own session, tree killed on timeout and SIGTERM),
   :func:`install_sigterm_handler`, :func:`which`
-- ``chrome``: headless Chromium for the screenshot/pdf/dom hooks
+- ``chrome``: the browser captures the ``chrome`` plugin made, as the capture plugins
+  file them: :func:`file_capture`, :func:`read_visit`, :func:`rendered_title`
 
 This package imports nothing of the engine (a test checks it), and its modules import
 only ``os``/``sys`` at load time: everything heavier is imported by the function that
@@ -33,16 +34,16 @@ needs it, so a hook starts fast.
 """
 
 from .chrome import (
-    CHROME_CANDIDATES, CHROME_FLAGS, PERMANENT_NET_ERRORS, chrome_binary, chrome_hook, chrome_log_tail,
-    chrome_skip_reason, http_error_from_headers, run_chrome,
+    CHROME_CANDIDATES, chrome_binary, chrome_skip_reason, file_capture, read_visit,
+    rendered_title,
 )
 from .env import (
-    DEFAULT_USER_AGENT, env_bool, env_int, env_list, env_str, import_third_party, is_enabled, is_http_url,
+    DEFAULT_USER_AGENT, env_bool, env_float, env_int, env_list, env_str, import_third_party, is_enabled, is_http_url,
     net_options, parse_args, start, timeout_for,
 )
 from .files import (
     HTML_TYPES, Document, find_document, find_main_html, inside, is_html_type, load_document, load_html,
-    read_file, read_json, sibling_path, snap_dir, write_atomic, write_json,
+    read_file, read_json, rendered_dom, sibling_path, snap_dir, write_atomic, write_json,
 )
 from .markup import charset_of, collapse_ws, decode_bytes, normalize_outlink, scan_html, sniff_bytes
 from .net import DEFAULT_MAX_BYTES, MAX_REDIRECTS, FetchError, Response, fetch, is_transient_status
@@ -50,12 +51,12 @@ from .output import arm_timeout, disarm_timeout, emit, emit_url, finish, log, tr
 from .procs import CmdResult, Terminated, install_sigterm_handler, kill_tree, run_cmd, which
 
 __all__ = [
-    "CHROME_CANDIDATES", "CHROME_FLAGS", "PERMANENT_NET_ERRORS", "chrome_binary", "chrome_hook",
-    "chrome_log_tail", "chrome_skip_reason", "http_error_from_headers", "run_chrome",
-    "DEFAULT_USER_AGENT", "env_bool", "env_int", "env_list", "env_str", "import_third_party", "is_enabled",
+    "CHROME_CANDIDATES", "chrome_binary", "chrome_skip_reason", "file_capture",
+    "read_visit", "rendered_title",
+    "DEFAULT_USER_AGENT", "env_bool", "env_float", "env_int", "env_list", "env_str", "import_third_party", "is_enabled",
     "is_http_url", "net_options", "parse_args", "start", "timeout_for",
     "HTML_TYPES", "Document", "find_document", "find_main_html", "inside", "is_html_type", "load_document",
-    "load_html", "read_file", "read_json", "sibling_path", "snap_dir", "write_atomic", "write_json",
+    "load_html", "read_file", "read_json", "rendered_dom", "sibling_path", "snap_dir", "write_atomic", "write_json",
     "charset_of", "collapse_ws", "decode_bytes", "normalize_outlink", "scan_html", "sniff_bytes",
     "DEFAULT_MAX_BYTES", "MAX_REDIRECTS", "FetchError", "Response", "fetch", "is_transient_status",
     "arm_timeout", "disarm_timeout", "emit", "emit_url", "finish", "log", "transient",

@@ -87,6 +87,18 @@ def env_int(name, default, fallbacks=("TIMEOUT",), minimum=None):
     return result
 
 
+def env_float(name, default, fallbacks=()):
+    """Number env var (``default`` when unset or not a number)."""
+    value = _env_raw(name, fallbacks)
+    if value is None:
+        return default
+    try:
+        return float(value.strip())
+    except ValueError:
+        log(f"WARNING: {name}={value!r} is not a number, using {default}")
+        return default
+
+
 def env_list(name, default=(), fallbacks=()):
     """List env var: a JSON array, or a comma/newline separated string."""
     value = _env_raw(name, fallbacks)

@@ -114,7 +114,7 @@ def find_document(snap=None):
     """The main document a fetcher saved for this snapshot, as a :class:`Document`.
 
     Looks at wget's record (``wget/wget.json``: its unconverted ``.orig`` copy
-    if wget rewrote links), then Chromium's serialized DOM (``dom/output.html``).
+    if wget rewrote links), then Chromium's serialized DOM (:func:`rendered_dom`).
     The content type comes from wget's record, else ``headers/headers.json``,
     else from sniffing the file. Returns None when no fetcher output exists.
     """
@@ -137,21 +137,35 @@ def find_document(snap=None):
             if os.path.isfile(path) and inside(path, snap):
                 ctype = info.get("content_type") or header_type or _sniff_type(path)
                 return Document(path, ctype, info.get("url"), "wget")
-    dom = os.path.join(snap, "dom", "output.html")
-    if os.path.isfile(dom) and os.path.getsize(dom) > 0:
+    dom = rendered_dom(snap)
+    if dom:
         return Document(dom, "text/html", None, "dom")
     return None
 
 
-def find_main_html(snap=None):
-    """Path of the saved HTML of this snapshot (wget's, else Chromium's DOM), or None."""
+def rendered_dom(snap=None):
+    """Path of the page's DOM serialized after its scripts ran, or None: the dom plugin's
+    ``dom/output.html``, else the ``chrome`` plugin's own copy (written at step 3, so the
+    hooks of step 5 that run beside the dom plugin's find it too)."""
     snap = snap or snap_dir()
+    for path in (os.path.join(snap, "dom", "output.html"), os.path.join(snap, "chrome", "output.html")):
+        if os.path.isfile(path) and os.path.getsize(path) > 0:
+            return path
+    return None
+
+
+def find_main_html(snap=None):
+    """Path of the saved HTML of this snapshot, or None: the DOM after scripts
+    (:func:`rendered_dom`), else wget's copy. The DOM holds what scripts wrote, which most
+    of the web needs; it is only taken for HTML pages (the browser's view of a PDF or a
+    feed is no document of it)."""
+    snap = snap or snap_dir()
+    dom = rendered_dom(snap)
     doc = find_document(snap)
+    if dom and (doc is None or doc.is_html):
+        return dom
     if doc is not None and doc.is_html:
         return doc.path
-    dom = os.path.join(snap, "dom", "output.html")
-    if os.path.isfile(dom) and os.path.getsize(dom) > 0:
-        return dom
     return None
 
 

@@ -15,11 +15,18 @@ PLUGINS = sorted(
     if not name.startswith(("_", ".")) and os.path.isfile(os.path.join(PLUGINS_DIR, name, "config.json"))
 )
 EXPECTED = {
-    "headers": 20, "wget": 21, "favicon": 22, "screenshot": 51, "pdf": 52, "dom": 53, "title": 54,
-    "readability": 55, "htmltotext": 57, "parse_html_urls": 70, "parse_txt_urls": 71, "parse_rss_urls": 72,
+    "headers": 20, "wget": 21, "favicon": 22, "chrome": 30, "screenshot": 51, "pdf": 52, "dom": 53, "title": 54,
+    "readability": 55, "mhtml": 56, "htmltotext": 57, "parse_html_urls": 70, "parse_txt_urls": 71, "parse_rss_urls": 72,
     "search": 90, "hashes": 93,
 }
 HOOK_RE = re.compile(r"^on_Snapshot__(\d{2})_([a-z0-9_]+)(\.[a-z0-9_.]+)?\.(py|sh|js)$")
+# The captures the chrome plugin makes for other plugins: it reads their switches, and they
+# read its own.
+CAPTURE_PLUGINS = ("screenshot", "pdf", "dom", "mhtml")
+SHARED_KEYS = {
+    "chrome": {f"{p.upper()}_ENABLED" for p in (*CAPTURE_PLUGINS, "title")} | {"SCREENSHOT_FULL_PAGE"},
+    **{p: {"CHROME_ENABLED"} for p in CAPTURE_PLUGINS},
+}
 HEAVY = ("urllib.request", "http.client", "ssl", "html.parser", "sqlite3", "hashlib", "subprocess",
          "readability", "lxml", "xml.etree.ElementTree", "socket", "email")
 
@@ -41,7 +48,8 @@ def test_hook_file_name_and_step(plugin):
 
 def test_step_order():
     steps = {p: n // 10 for p, n in EXPECTED.items()}
-    fetchers, extractors = ("headers", "wget", "favicon"), ("screenshot", "pdf", "dom", "title", "readability", "htmltotext")
+    fetchers, extractors = ("headers", "wget", "favicon"), ("screenshot", "pdf", "dom", "title", "readability", "htmltotext", "mhtml")
+    assert max(steps[p] for p in fetchers) < steps["chrome"] < min(steps[p] for p in extractors)
     parsers, indexers = ("parse_html_urls", "parse_txt_urls", "parse_rss_urls"), ("search", "hashes")
     assert max(steps[p] for p in fetchers) < min(steps[p] for p in extractors)
     assert max(steps[p] for p in extractors) < min(steps[p] for p in parsers)
@@ -61,17 +69,17 @@ def test_config_schema(plugin):
     assert timeout["type"] == "integer" and timeout["x-fallback"] == "TIMEOUT" and timeout["minimum"] >= 1
     for key, prop in props.items():
         assert key == key.upper() and re.match(r"^[A-Z][A-Z0-9_]*$", key)
-        assert key.startswith(prefix + "_") or key == "CHROME_BINARY", key
+        assert key.startswith(prefix + "_") or key in SHARED_KEYS.get(plugin, ()), key
         assert prop.get("description"), key
         assert "type" in prop and "default" in prop, key
-        kind = {"boolean": bool, "integer": int, "string": str, "array": list, "object": dict}[prop["type"]]
-        assert type(prop["default"]) is kind, key
+        kind = {"boolean": bool, "integer": int, "number": (int, float), "string": str, "array": list, "object": dict}[prop["type"]]
+        assert type(prop["default"]) in (kind if isinstance(kind, tuple) else (kind,)), key
         if "minimum" in prop:
             assert prop["default"] >= prop["minimum"], key
         if "enum" in prop:
             assert prop["default"] in prop["enum"], key
-    if plugin in ("screenshot", "pdf", "dom"):
-        assert "CHROME_BINARY" in props
+    if plugin in CAPTURE_PLUGINS:
+        assert "CHROME_ENABLED" in props
 
 
 @pytest.mark.parametrize("plugin", sorted(EXPECTED))

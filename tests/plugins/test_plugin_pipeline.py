@@ -38,7 +38,7 @@ def test_pipeline_on_a_page(site, snapshot_factory):
         "readability": "succeeded", "htmltotext": "succeeded", "parse_html_urls": "succeeded",
         "parse_txt_urls": "skipped", "parse_rss_urls": "skipped", "search": "succeeded", "hashes": "succeeded",
     }
-    for plugin in ("screenshot", "pdf", "dom"):
+    for plugin in ("chrome", "screenshot", "pdf", "dom", "mhtml"):
         expected[plugin] = "succeeded" if HAS_CHROME else "skipped"
     if not HAS_READABILITY:
         expected["readability"] = "skipped"

@@ -1,6 +1,6 @@
 """Looking at what was archived, in a real headless Chromium (Debian's ``chromium``, driven by Playwright).
 
-Real hooks (wget, screenshot, pdf, readability, title) archive a page of a local site; the
+Real hooks (wget, chrome, screenshot, pdf, readability, title) archive a page of a local site; the
 snapshot list shows the screenshot, the snapshot page previews every capture in sandboxed
 frames, and the admin's result list stays one line per row at 1280 px. Screenshots are kept
 in ``$TMPDIR/archivebox-web-artifacts/`` for a person to look at.
@@ -23,7 +23,7 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ARTIFACTS = Path(tempfile.gettempdir()) / "archivebox-web-artifacts"
-PLUGINS = "wget,screenshot,pdf,readability,title"
+PLUGINS = "wget,chrome,screenshot,pdf,readability,title"
 
 
 def login(page, server) -> None:
@@ -101,7 +101,7 @@ def test_list_thumbnails_capture_previews_and_one_line_admin_rows(tmp_path):
                     # The admin's result list: one line per row at 1280 px, nothing wider than the window.
                     page.goto(server.url + "/admin/core/archiveresult/")
                     rows = page.locator("#result_list tbody tr")
-                    expect(rows).to_have_count(5)
+                    expect(rows).to_have_count(6)  # wget, chrome, screenshot, pdf, readability, title
                     heights = [rows.nth(i).bounding_box()["height"] for i in range(rows.count())]
                     assert max(heights) < 40, heights
                     assert page.evaluate("document.documentElement.scrollWidth") <= 1280

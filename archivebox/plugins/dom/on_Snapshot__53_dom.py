@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Save the page's DOM, serialized after its scripts ran, to ``output.html`` (headless Chromium).
+"""File the page's DOM, serialized after its scripts ran, from the ``chrome`` plugin's page
+load (``output.html``).
 
-Skipped when no Chromium binary is installed (``CHROME_BINARY``, else
-chromium/chromium-browser/google-chrome on PATH).
+Skipped when there is no Chromium (the chrome plugin says so).
 """
 import os
 
@@ -22,9 +22,5 @@ def validate(path):
     return True, {}
 
 
-def main():
-    H.chrome_hook(PLUGIN, "output.html", lambda tmp: ["--dump-dom"], validate, capture_stdout=True)
-
-
 if __name__ == "__main__":
-    main()
+    H.file_capture(PLUGIN, "output.html", validate)

@@ -1,8 +1,7 @@
 #!/usr/bin/env python3
-"""Print the page to ``output.pdf`` with headless Chromium.
+"""File the PDF the ``chrome`` plugin printed in its page load (``output.pdf``).
 
-Skipped when no Chromium binary is installed (``CHROME_BINARY``, else
-chromium/chromium-browser/google-chrome on PATH).
+Skipped when there is no Chromium (the chrome plugin says so).
 """
 
 from archivebox import pluginkit as H
@@ -18,13 +17,5 @@ def validate(path):
     return True, {"version": head[5:8].decode("ascii", "replace").strip()}
 
 
-def main():
-    H.chrome_hook(
-        PLUGIN, "output.pdf",
-        lambda tmp: [f"--print-to-pdf={tmp}", "--no-pdf-header-footer"],
-        validate,
-    )
-
-
 if __name__ == "__main__":
-    main()
+    H.file_capture(PLUGIN, "output.pdf", validate)

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Extract the page's ``<title>`` and set it as the snapshot's title.
 
-Reads the HTML saved by wget (else Chromium's DOM), else fetches the page.
+Prefers the title after the page's scripts ran, as the browser saw it (the ``chrome``
+plugin's page load: a script-set title is what a reader sees); else reads the HTML saved
+by wget (else Chromium's DOM), else fetches the page.
 Entities are decoded and whitespace collapsed; ``og:title``/``twitter:title``
 are used when the page has no ``<title>``. Emits ``{"type": "Snapshot",
 "title": ...}`` and writes ``title.txt``.
@@ -16,6 +18,9 @@ MAX_TITLE = 1024
 def main():
     args = H.start(PLUGIN)
     url = args["url"]
+    rendered = H.collapse_ws(H.rendered_title() or "")
+    if rendered:
+        finish_with(rendered, "chrome", "rendered")
     timeout = H.timeout_for(PLUGIN, 30)
     H.arm_timeout(timeout + 1, PLUGIN)  # backstop; fetches have their own deadline
     user_agent, check_ssl = H.net_options(PLUGIN)
@@ -40,6 +45,10 @@ def main():
                 break
     if not title:
         H.finish("failed", "page has no title", {"source": origin})
+    finish_with(title, origin, source)
+
+
+def finish_with(title, origin, source):
     if len(title) > MAX_TITLE:
         title = title[:MAX_TITLE - 1].rstrip() + "\u2026"
     H.write_atomic("title.txt", title + "\n")

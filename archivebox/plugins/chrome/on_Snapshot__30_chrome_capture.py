@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Load the page once in a tab of the shared Chromium and write every browser capture.
+
+One navigation serves every browser plugin: this hook opens a tab (a fresh browser
+context: no cookies shared between snapshots) in the browser whose DevTools endpoint
+the engine passes in ``CHROME_CDP_URL`` (the worker's supervised Chromium; without one,
+as when run on its own, it launches ``CHROME_BINARY`` itself), loads ``--url``, lets
+scripts run, scrolls to the bottom (``CHROME_SCROLL_TO_BOTTOM``, within
+``CHROME_SCROLL_TIMEOUT``) so that lazy content loads, and writes in ``chrome/`` the
+captures of the enabled plugins, which then file them as their own results:
+
+- ``screenshot.png`` (screenshot: the full page, or the window with
+  ``SCREENSHOT_FULL_PAGE=false``), ``output.pdf`` (pdf), ``output.html`` (dom: the DOM
+  after scripts), ``title.txt`` (title: after scripts), ``page.mhtml`` (mhtml: a
+  single-file copy through CDP's ``Page.captureSnapshot``);
+- always ``navigation.json``: requested and final URL, status, response headers,
+  redirects, console messages, page errors, dialogs (dismissed) and popups (closed),
+  how the load ended, and per capture its file or why it failed.
+
+A page still loading after ``CHROME_PAGELOAD_TIMEOUT`` is captured as it is. A page
+whose script never yields (an endless loop) has that script stopped and further scripts
+disabled (``Runtime.terminateExecution``), then is captured; a capture that still does
+not finish in time fails alone. HTTP errors: 429/5xx exit non-zero (retried), other
+4xx are a final ``failed`` with no captures. A browser that goes away mid-visit exits
+non-zero: the engine runs the hook again in its replacement.
+"""
+
+import json
+import os
+
+from archivebox import pluginkit as kit
+
+PLUGIN = "chrome"
+
+
+def wanted_captures(captures):
+    """The captures whose plugin is enabled (and allowed by PLUGINS, when that is set)."""
+    allowed = {p.strip().lower() for p in kit.env_str("PLUGINS", "").split(",") if p.strip()}
+    return [name for name in captures
+            if kit.env_bool(f"{name.upper()}_ENABLED", True) and (not allowed or name in allowed)]
+
+
+def browser_source():
+    cdp_url = kit.env_str("CHROME_CDP_URL", "")
+    if cdp_url:
+        return "cdp", cdp_url
+    binary, configured = kit.chrome_binary()
+    if not binary:
+        record_and_finish({"skipped": kit.chrome_skip_reason(configured)}, "skipped", kit.chrome_skip_reason(configured))
+    return "launch", binary
+
+
+def record_and_finish(info, status, output_str, exit_transient=False):
+    kit.write_json("navigation.json", info)
+    if exit_transient:
+        kit.transient(output_str)
+    kit.finish(status, output_str, {k: v for k, v in info.items() if k in ("status", "final_url", "captures", "loaded")})
+
+
+def main():
+    args = kit.start(PLUGIN)
+    url = args["url"]
+    if not kit.is_http_url(url):
+        record_and_finish({"skipped": "not an http(s) URL"}, "skipped", "not an http(s) URL")
+    from archivebox.pluginkit import browser  # asyncio and Playwright: only when a page is loaded
+
+    wanted = wanted_captures(browser.CAPTURES)
+    if not wanted:
+        record_and_finish({"skipped": "no browser capture enabled"}, "skipped", "no browser capture enabled")
+    for stale in (*browser.CAPTURES.values(), "navigation.json"):  # an earlier attempt's
+        if os.path.exists(stale):
+            os.remove(stale)
+    source = browser_source()
+    try:
+        info = browser.visit(url, wanted, source, kit.timeout_for(PLUGIN, 60)).info
+    except browser.VisitFailed as err:
+        record_and_finish({"url": url, "error": err.reason}, "failed", err.reason, exit_transient=not err.permanent)
+    status = info["status"]
+    if status is not None and status >= 400:
+        text = f"{status} {info['status_text']}".strip()
+        record_and_finish(info, "failed", text, exit_transient=kit.is_transient_status(status))
+    saved = [name for name, item in info["captures"].items() if "file" in item]
+    failed = {name: item["error"] for name, item in info["captures"].items() if "error" in item}
+    summary = f"{len(saved)} captures" + (f", {len(failed)} failed ({', '.join(failed)})" if failed else "")
+    record_and_finish(info, "succeeded" if saved else "failed", summary if saved else json.dumps(failed)[:300])
+
+
+if __name__ == "__main__":
+    main()
