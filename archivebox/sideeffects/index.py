@@ -1,12 +1,13 @@
 """Per-snapshot index files: ``index.json`` and ``index.html`` in the snapshot's folder.
 
 Both are written atomically (to a temp file, then renamed), so a reader sees the old file
-or the new one, never half of one. They are rewritten whenever the snapshot changes: when
-it starts or one of its results finishes, ``DEBOUNCE`` seconds later (the changes of that
-window fold into one write), and at once when it is sealed. So a snapshot whose hooks
-finish in a burst is indexed a few times, not once per hook, and one done within
-``DEBOUNCE`` once (the trailing writes run in a pooled thread of the same process; the
-write at seal, which always happens, covers a process that dies first).
+or the new one, never half of one. They are written when the snapshot ends (sealed or
+failed), at once, and not while its hooks run: until then they would be files among its
+outputs, seen by hooks that read the whole folder (a hash manifest would list them, with
+digests the final write makes wrong). A result recorded after the end (a background hook
+of a sealed snapshot, a re-run) rewrites them ``DEBOUNCE`` seconds later, the changes of
+that window folding into one write (in a pooled thread of the same process; the write at
+the next end, which always happens, covers a process that dies first).
 """
 
 from __future__ import annotations
@@ -176,8 +177,14 @@ DEBOUNCER = Debouncer()
 
 @sideeffect
 def write_index(snapshot_id) -> None:
-    """The snapshot changed: rewrite its index a moment later, with whatever else changes meanwhile."""
-    DEBOUNCER.defer(snapshot_id)
+    """A result of the snapshot was recorded. A finished snapshot (a late background hook, a
+    re-run) gets its index rewritten a moment later, with whatever else changes meanwhile. A
+    running one gets none until it ends: its index files would be files among its outputs
+    while its hooks run (a hook that hashes the folder, such as abx-plugins' hashes, would
+    list them, with digests that the final write then makes wrong)."""
+    found = rowsql.values(Snapshot, ("status",), {"id": snapshot_id})
+    if found and found[0][0] in Snapshot.graph.finals:
+        DEBOUNCER.defer(snapshot_id)
 
 
 @sideeffect

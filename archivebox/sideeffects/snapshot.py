@@ -36,8 +36,6 @@ def snapshot_started(snapshot_id) -> None:
         # No foreground hook of this step will wake the snapshot when it is done (there is
         # none): it must look at its steps now, not at its next check.
         wake_rows(Snapshot, [snapshot.pk])
-    # Its first index can wait a moment: the hooks it just made due start first.
-    index_effects.DEBOUNCER.defer(snapshot.pk)
 
 
 @sideeffect

@@ -1,10 +1,11 @@
-"""When a snapshot's index files are written: a moment after a change (changes meanwhile fold
-into that write), and at once when it is sealed."""
+"""When a snapshot's index files are written: at once when it ends, never while its hooks run,
+and a moment after a change that comes after its end (changes meanwhile fold into that write)."""
 
 from __future__ import annotations
 
 import json
 
+from archivebox.core.models import Snapshot
 from archivebox.sideeffects import index as index_effects
 
 from .util import make_snapshot, wait_until
@@ -23,11 +24,22 @@ def test_a_deferred_index_is_written_a_moment_later(monkeypatch):
     assert "https://example.com/deferred" in page.read_text()
 
 
-def test_changes_fold_into_one_write_a_moment_later(monkeypatch):
+def test_a_running_snapshot_gets_no_index_files(monkeypatch):
+    monkeypatch.setattr(index_effects, "DEBOUNCE", 0.1)
+    snapshot = make_snapshot("https://example.com/running")
+    index_effects.write_index.run(snapshot.pk)  # one of its results was recorded
+    ran = []
+    index_effects.TIMERS.call_later(0.4, ran.append, True)  # past any write the change could have caused
+    wait_until(lambda: ran, timeout=10, message="a moment past the debounce")
+    assert not (snapshot.output_dir / "index.json").exists() and not (snapshot.output_dir / "index.html").exists()
+
+
+def test_changes_after_the_end_fold_into_one_write_a_moment_later(monkeypatch):
     monkeypatch.setattr(index_effects, "DEBOUNCE", 0.3)
     snapshot = make_snapshot("https://example.com/changed")
+    Snapshot.objects.filter(pk=snapshot.pk).update(status="sealed", retry_at=None)
     target = snapshot.output_dir / "index.json"
-    for _ in range(3):  # e.g. three results finished
+    for _ in range(3):  # e.g. three results of late background hooks recorded
         index_effects.write_index.run(snapshot.pk)
     assert not target.exists()
     wait_until(target.exists, timeout=10, message="the trailing index write")
