@@ -74,6 +74,13 @@ def extract_step(hook_name: str) -> int:
     return int(match["order"][0]) if match and match["order"] else 9
 
 
+def hook_order(hook_name: str) -> tuple[int, str]:
+    """Where a hook comes in its owner's order: its full ``NN`` (99 without one), then its name,
+    as abx-dl orders hooks."""
+    match = HOOK_NAME.match(hook_name)
+    return (int(match["order"]) if match and match["order"] else 99, hook_name)
+
+
 def is_background(hook_name: str) -> bool:
     match = HOOK_NAME.match(hook_name)
     return bool(match) and "bg" in match["labels"].split(".")
@@ -84,6 +91,21 @@ def is_finite(hook_name: str) -> bool:
     (a plain or ``.daemon.bg`` hook is stopped when its owner ends)."""
     match = HOOK_NAME.match(hook_name)
     return bool(match) and "finite" in match["labels"].split(".")
+
+
+def is_daemon(hook_name: str) -> bool:
+    """A ``.daemon.bg`` hook: a service with no wall-clock timeout, stopped at its owner's
+    cleanup (a crawl's at the crawl's end, so that its snapshots' hooks can use it; a
+    snapshot's once its other hooks are done). A plain ``.bg`` hook is stopped there too if
+    it still runs, but its timeout holds."""
+    match = HOOK_NAME.match(hook_name)
+    return bool(match) and {"daemon", "bg"} <= set(match["labels"].split("."))
+
+
+def stopped_at_cleanup(hook_name: str) -> bool:
+    """A background hook its owner stops when its other hooks are done (``.daemon.bg`` and
+    plain ``.bg``), rather than awaits (``.finite.bg``)."""
+    return is_background(hook_name) and not is_finite(hook_name)
 
 
 def plugin_dirs(data_dir: Path, extra: str = "") -> list[Path]:

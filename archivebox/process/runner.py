@@ -288,41 +288,47 @@ def is_running(pid: int | None, pid_started: float | None) -> bool:
 
 
 def wait(running: Running, timeout: float | None, should_stop: Callable[[], str | None] = lambda: None,
-         check_every: float = 0.5, grace: float = 3.0, ran: float = 0.0) -> tuple[int | None, str]:
+         check_every: float | Callable[[], float] = 0.5, grace: float | Callable[[str], float] = 3.0,
+         ran: float = 0.0) -> tuple[int | None, str]:
     """Wait for exit; on timeout or when ``should_stop()`` returns a reason, stop the group.
 
     When the process exits by itself, whatever it left running in its group (or named in
     a ``*.pid`` file) is stopped too: nothing outlives the row. ``ran``: how long it ran
     before this wait (a process adopted from a dead worker), counted in its timeout.
-    Returns ``(exit code, reason)``; the reason is empty for a natural exit.
+    ``check_every`` (seconds between calls of ``should_stop``) may be asked anew before
+    each wait; ``grace`` may depend on the reason to stop. Returns ``(exit code, reason)``;
+    the reason is empty for a natural exit.
     """
+    interval = check_every if callable(check_every) else (lambda: check_every)
+    grace_for = grace if callable(grace) else (lambda reason: grace)
     started = time.monotonic() - ran
-    next_check = started + check_every
+    next_check = started + interval()
     while True:
         remaining = None if timeout is None else timeout - (time.monotonic() - started)
-        step = max(0.0, min(x for x in (remaining, next_check - time.monotonic(), check_every) if x is not None))
+        step = max(0.0, min(x for x in (remaining, next_check - time.monotonic(), interval()) if x is not None))
         try:
             code = running.handle.wait(timeout=step)
             running.exited_at = timezone.now()
             leftovers = _family(running.pid, running.row.pwd, lambda: _sibling_groups(running.row), leader=False)
             if leftovers:
                 logger.info("%s exited, leaving %d processes behind: stopping them", running.row.label, len(leftovers))
-                _stop(running.pid, leftovers, grace)
+                _stop(running.pid, leftovers, grace_for(""))
             return code, ""
         except subprocess.TimeoutExpired:
             pass
         if remaining is not None and remaining <= 0:
-            return terminate(running, grace), f"timed out after {timeout:g}s"
+            reason = f"timed out after {timeout:g}s"
+            return terminate(running, grace_for(reason)), reason
         if time.monotonic() >= next_check:
-            next_check = time.monotonic() + check_every
+            next_check = time.monotonic() + interval()
             try:
                 reason = should_stop()
             except BaseException:
                 # Nobody could watch it any more: stop it rather than leave it unsupervised.
-                terminate(running, grace)
+                terminate(running, grace_for(""))
                 raise
             if reason:
-                return terminate(running, grace), reason
+                return terminate(running, grace_for(reason)), reason
 
 
 def terminate(running: Running, grace: float) -> int | None:

@@ -29,6 +29,7 @@ it does not count as one of the hook's attempts.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import re
 import os
@@ -56,7 +57,7 @@ from archivebox.core.urlcheck import is_valid_url
 from archivebox.hooks.catalog import catalog
 from archivebox.hooks.config import to_env, url_filter
 from archivebox.hooks import runtime
-from archivebox.hooks.discovery import HookScript
+from archivebox.hooks.discovery import HookScript, is_background, is_daemon
 from archivebox.hooks.output import HookReport, Outlink, read_report
 from archivebox.process import forkclient, runner, sweep
 from archivebox.process.browser import Lease
@@ -67,6 +68,7 @@ from archivebox.sideeffects import browsing
 from archivebox.sideeffects.browsing import browser_for
 from archivebox.sideeffects.crawl import create_snapshots
 from archivebox.sideeffects.queue import sideeffect
+from archivebox.sideeffects.results import wake_waiting
 from archivebox.tasks.dispatch import wake_rows
 
 logger = logging.getLogger(__name__)
@@ -103,10 +105,16 @@ class Attempt:
     snapshot: Snapshot | None
     crawl: Crawl
     pwd: Path  # the hook's folder
-    timeout: float | None
+    timeout: float | None  # None for a daemon: it runs until its owner's cleanup
     wanted: Callable[[str], bool]  # which outlinks become snapshots
     ran: float = 0.0  # seconds it ran before this worker watched it (adopted)
     browser: Lease | None = None  # the tab of the shared browser it holds, if any
+    background: bool = False
+    stop_grace: float | None = None  # SIGTERM to SIGKILL when stopped at cleanup: its plugin's timeout, as abx-dl
+
+    @property
+    def owner(self) -> tuple[type, object]:
+        return (Snapshot, self.snapshot.pk) if self.snapshot is not None else (Crawl, self.crawl.pk)
 
 
 # Running an attempt ----------------------------------------------------------------
@@ -155,7 +163,9 @@ def run_attempt(result: ArchiveResult) -> None:
         env = how.env
     cmd = hook_command(hook, url=snapshot.url if snapshot else None, snapshot_id=snapshot.pk if snapshot else None,
                        crawl_id=crawl.pk, depth=snapshot.depth if snapshot else 0, prefix=how.prefix if how else None)
-    job = Attempt(result.pk, attempt, snapshot, crawl, pwd, timeout, wanted)
+    daemon = is_daemon(result.hook_name)
+    job = Attempt(result.pk, attempt, snapshot, crawl, pwd, None if daemon else timeout, wanted,
+                  background=is_background(result.hook_name), stop_grace=timeout)
     fast = how is None and hook.ext == "py" and settings.ENGINE.forkserver
     spawner = forkclient.spawn_held if fast else runner.gated_spawner
     # A plugin that asks for the shared browser holds one of its tabs while it runs.
@@ -197,8 +207,9 @@ def launch_and_watch(job: Attempt, cmd: list[str], env: dict[str, str], machine:
 
 def watch(job: Attempt, running: runner.Running) -> None:
     """Wait for a running hook (stopping it when it must stop), then record its outcome."""
-    exit_code, reason = runner.wait(running, job.timeout, lambda: stop_reason(job.result_id, job.attempt),
-                                    grace=settings.ENGINE.hook_kill_grace, ran=job.ran)
+    watcher = Watcher(job, running.row)
+    exit_code, reason = runner.wait(running, job.timeout, watcher.should_stop, check_every=watcher.interval,
+                                    grace=watcher.grace, ran=job.ran)
     if exit_code is None and not reason:
         # Nobody could read its exit code (its fork server died, or it was adopted): its
         # wrapper wrote it to the status file, unless the wrapper was killed too.
@@ -222,6 +233,8 @@ def record_outcome(job: Attempt, row: Process, exit_code: int | None, reason: st
         outcome = report.to_json()
         if reason.startswith(runner.SHUTDOWN) or reason.startswith(GONE):
             outcome["interrupted"] = True  # not the hook's doing: run it again, uncounted
+        elif reason == CLEANUP:
+            outcome["cleanup"] = True  # its owner stopped it: judged by its exit, not failed for it
         elif exit_code != 0 and browsing.lost(job.browser):
             # Its browser crashed or hung under it: run it again in the new one, uncounted.
             outcome.update(interrupted=True, browser_lost=True)
@@ -272,12 +285,95 @@ def last_line(path: str, window: int = 8192) -> str:
     return next((line.strip() for line in reversed(lines) if line.strip()), "")
 
 
+# Why a background hook was stopped when its owner no longer needed it (not a failure).
+CLEANUP = "stopped at cleanup"
+# A daemon has no wall-clock timeout: its watcher keeps its Process row's deadline this far
+# ahead, renewing it once less than DAEMON_RENEW is left (a dead machine's rows then expire).
+DAEMON_LEASE = 120.0
+DAEMON_RENEW = 90.0
+# How often a background hook's stdout is looked at until it prints its first line (abx-dl's rate).
+READY_POLL = 0.05
+
+
+class Watcher:
+    """What watching one running hook asks, between waits for its exit: whether it must
+    stop (:func:`stop_reason`, every 0.5 s), and for a background hook whether it is ready
+    (its first stdout line: its owner's later steps wait for it), and for a daemon, its
+    Process row's deadline renewed."""
+
+    def __init__(self, job: Attempt, row: Process):
+        self.job, self.row = job, row
+        self.ready = not job.background
+        self.lease_until = 0.0
+        self.next_stop_check = time.monotonic() + 0.5
+        # Later steps wait for readiness at most the hook's timeout, as abx-dl bounds its wait.
+        bound = job.stop_grace if job.stop_grace is not None else settings.ENGINE.hook_kill_grace
+        self.ready_by = time.monotonic() - job.ran + float(bound)
+
+    def interval(self) -> float:
+        return 0.5 if self.ready else READY_POLL
+
+    def grace(self, reason: str) -> float:
+        if reason == CLEANUP and self.job.stop_grace is not None:
+            return float(self.job.stop_grace)
+        return settings.ENGINE.hook_kill_grace
+
+    def should_stop(self) -> str | None:
+        if not self.ready:
+            self._check_ready()
+        if self.job.timeout is None:
+            self._renew_lease()
+        if self.ready or time.monotonic() >= self.next_stop_check:
+            self.next_stop_check = time.monotonic() + 0.5
+            return stop_reason(self.job.result_id, self.job.attempt)
+        return None
+
+    def _check_ready(self) -> None:
+        try:
+            printed = os.stat(self.row.stdout_path).st_size > 0
+        except OSError:
+            printed = False
+        if not printed and time.monotonic() >= self.ready_by:
+            logger.warning("%s printed nothing within its timeout: later hooks go on without waiting for it", self.row.label)
+            printed = True
+        if printed:
+            self.ready = True
+            try:
+                mark_ready(self.job)
+            except DatabaseError as err:
+                self.ready = False  # say it again next time
+                logger.warning("cannot record that %s is ready, will try again: %s", self.row.label, err)
+                connection.close()
+
+    def _renew_lease(self) -> None:
+        now = time.monotonic()
+        if self.lease_until - now > DAEMON_RENEW:
+            return
+        try:
+            Process.objects.filter(pk=self.row.pk, status="running").update(
+                retry_at=timezone.now() + dt.timedelta(seconds=DAEMON_LEASE))
+            self.lease_until = now + DAEMON_LEASE
+        except DatabaseError as err:
+            logger.warning("cannot renew the deadline of %s, will try again: %s", self.row.label, err)
+            connection.close()
+
+
+def mark_ready(job: Attempt) -> None:
+    """A background hook printed its first stdout line: record it once, wake its owner."""
+    ready = ArchiveResult.objects.filter(pk=job.result_id, attempts=job.attempt, ready_at__isnull=True).update(ready_at=timezone.now())
+    if ready:
+        model, pk = job.owner
+        wake_waiting(job.snapshot.pk if job.snapshot else None, job.crawl.pk)
+        wake_rows(model, [pk])
+
+
 def stop_reason(result_id, attempt: int) -> str | None:
     """Why a running hook should stop now, if it should."""
     if STOP.due():
         return runner.SHUTDOWN
     try:
-        row = ArchiveResult.objects.filter(pk=result_id).values("status", "attempts", "snapshot__status", "crawl__status").first()
+        row = ArchiveResult.objects.filter(pk=result_id).values("status", "attempts", "snapshot__status", "crawl__status",
+                                                                "stop_requested_at").first()
     except DatabaseError as err:
         # The database is away (restarting, say): keep the hook running, ask again later
         # on a new connection. Its timeout still applies.
@@ -288,6 +384,8 @@ def stop_reason(result_id, attempt: int) -> str | None:
         return "result deleted"
     if row["status"] != "started" or row["attempts"] != attempt:
         return "result cancelled"
+    if row["stop_requested_at"] is not None:
+        return CLEANUP
     owner_status = row["snapshot__status"] or row["crawl__status"]
     if owner_status in ("sealed", "failed"):
         return f"terminated when its {'snapshot' if row['snapshot__status'] else 'crawl'} was {owner_status}"
@@ -485,8 +583,13 @@ def _attempt_of(row: Process) -> Attempt | None:
         wanted = url_filter(owner_layers(result.crawl, result.snapshot))
     except ConfigError:
         wanted = bool
+    try:
+        grace = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).timeout(result.plugin, owner_layers(result.crawl, result.snapshot))
+    except ConfigError:
+        grace = None
     ran = (timezone.now() - row.started_at).total_seconds() if row.started_at else 0.0
-    return Attempt(result.pk, row.attempt, result.snapshot, result.crawl, Path(row.pwd), row.timeout, wanted, ran=ran)
+    return Attempt(result.pk, row.attempt, result.snapshot, result.crawl, Path(row.pwd), row.timeout, wanted, ran=ran,
+                   background=is_background(result.hook_name), stop_grace=grace)
 
 
 def stop_hooks(worker: Process, graceful: bool) -> None:

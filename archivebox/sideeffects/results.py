@@ -6,9 +6,11 @@ import datetime as dt
 import logging
 
 from django.db import connection
+from django.utils import timezone
 
 from archivebox.core.models import ArchiveResult, Crawl, Snapshot
 from archivebox.core.reads import expected_hooks, parked, results_of
+from archivebox.hooks.discovery import stopped_at_cleanup
 from archivebox.sideeffects import index as index_effects
 from archivebox.sideeffects.queue import sideeffect
 from archivebox.tasks.dispatch import wake_rows
@@ -48,6 +50,32 @@ def wake_step(owner_kind: str, owner_id, step: int) -> None:
     wake_rows(ArchiveResult, queued)
 
 
+@sideeffect
+def stop_background(owner_kind: str, owner_id) -> None:
+    """The owner no longer needs its running background services (its cleanup, or a hook
+    that waits for background cleanup): ask their watchers to stop them (SIGTERM, their
+    plugin's timeout as the grace, then SIGKILL). ``.finite.bg`` hooks are awaited, not stopped."""
+    running = results_of(owner_kind, owner_id).filter(background=True, status="started", stop_requested_at__isnull=True)
+    ids = [pk for pk, hook_name in running.values_list("pk", "hook_name") if stopped_at_cleanup(hook_name)]
+    if ids:
+        ArchiveResult.objects.filter(pk__in=ids, stop_requested_at__isnull=True).update(stop_requested_at=timezone.now())
+
+
+def wake_waiting(snapshot_id, crawl_id) -> None:
+    """A background hook became ready or ended: the owner's hooks waiting for it (queued,
+    never run, of a step the owner reached) may start now."""
+    if snapshot_id is not None:
+        found = rowsql.values(Snapshot, ("current_step",), {"id": snapshot_id})
+        owner_kind, owner_id = "Snapshot", snapshot_id
+    else:
+        found = rowsql.values(Crawl, ("current_step",), {"id": crawl_id})
+        owner_kind, owner_id = "Crawl", crawl_id
+    if not found:
+        return
+    waiting = results_of(owner_kind, owner_id).filter(status="queued", attempts=0, step__lte=found[0][0])
+    wake_rows(ArchiveResult, list(waiting.values_list("pk", flat=True)))
+
+
 def unfinished_foreground(snapshot_id, crawl_id, step: int) -> bool:
     """Is a foreground result of this snapshot (else of this crawl's own hooks), at ``step``
     or earlier, still unfinished?"""
@@ -67,10 +95,12 @@ def result_finished(result_id) -> None:
     """A result is final: its owner may advance a step or seal; its index changes.
 
     Runs once per hook run, so its reads are hand-written statements (see rowsql)."""
-    found = rowsql.values(ArchiveResult, ("snapshot_id", "crawl_id", "step"), {"id": result_id})
+    found = rowsql.values(ArchiveResult, ("snapshot_id", "crawl_id", "step", "background"), {"id": result_id})
     if not found:
         return
-    snapshot_id, crawl_id, step = found[0]
+    snapshot_id, crawl_id, step, background = found[0]
+    if background:
+        wake_waiting(snapshot_id, crawl_id)  # hooks after it that waited for it to be ready
     owner_model, owner_id = (Snapshot, snapshot_id) if snapshot_id is not None else (Crawl, crawl_id)
     # The owner only has something to decide once no foreground result of this step (or an
     # earlier one) is left unfinished.

@@ -16,7 +16,7 @@ from django.conf import settings
 from archivebox.config import ConfigError, EngineConfig
 from archivebox.core.models import SNAPSHOTS_STEP, ArchiveResult, Crawl, Process, Snapshot
 from archivebox.hooks.catalog import catalog
-from archivebox.hooks.discovery import is_finite
+from archivebox.hooks.discovery import hook_order, is_daemon, is_finite, stopped_at_cleanup
 from archivebox.core.reads import PARK, crawl_option, expected_hooks, folder_size, owner_layers, parked, results_of
 from archivebox.core import rowsql
 from archivebox.tasks.registry import Decision, Go, Wait
@@ -71,13 +71,28 @@ class ResultView:
     background: bool
     status: str
     retry_at: dt.datetime | None
+    attempts: int = 0
+    ready_at: dt.datetime | None = None
+    stop_requested_at: dt.datetime | None = None
 
     @property
     def final(self) -> bool:
         return self.status in FINAL_RESULT
 
+    @property
+    def holds_later_hooks(self) -> bool:
+        """Hooks after this one wait for it: after a foreground one, those of later steps until
+        it is final; after a background one, every later hook until it is launched and ready
+        (its first stdout line, as abx-dl waits for) or final. A background hook waiting out
+        its retry backoff holds nothing."""
+        if self.final:
+            return False
+        if not self.background:
+            return True
+        return (self.status == "queued" and self.attempts == 0) or (self.status == "started" and self.ready_at is None)
 
-RESULT_VIEW = ("plugin", "hook_name", "step", "background", "status", "retry_at")
+
+RESULT_VIEW = ("plugin", "hook_name", "step", "background", "status", "retry_at", "attempts", "ready_at", "stop_requested_at")
 
 
 def read_results(owner_kind: str, owner_id) -> list[ResultView]:
@@ -91,15 +106,18 @@ def read_results(owner_kind: str, owner_id) -> list[ResultView]:
 def step_progress(results: list[ResultView], current: int) -> tuple[str, int | None]:
     """Where an owner stands in its hook steps: ("wait", None), ("advance", step) or ("done", None).
 
-    A step is done when every foreground result of it (and of earlier steps) is final;
-    background results never block a step. The owner then jumps to the next step that has
-    queued results, skipping empty steps; it is done when no result is left to run, and
-    no ``.finite.bg`` one is still running (other background hooks are stopped at its end).
+    A step is done when every foreground result of it (and of earlier steps) is final and
+    every background one is ready (it printed its first stdout line, as abx-dl waits for)
+    or final. The owner then jumps to the next step that has queued results, skipping
+    empty steps; it is done when no result is left to run, and no ``.finite.bg`` one is
+    still running (other background hooks are stopped at its cleanup).
     """
     if any(r.step <= current and not r.background and not r.final for r in results):
         return "wait", None
     later = [r.step for r in results if r.step > current and r.status == "queued"]
     if later:
+        if any(r.step <= current and r.holds_later_hooks for r in results):
+            return "wait", None  # a background hook of this step is not ready yet
         return "advance", min(later)
     if any(r.status == "queued" for r in results):
         return "wait", None  # background hooks of this step have not launched yet
@@ -141,6 +159,19 @@ class StepActions:
     create_results: str  # side effect: create the owner's result rows
     advance: Callable  # transition to a later step
     done: Callable  # transition once every step is done
+    cleans_up: bool  # its background services are stopped before ``done`` (a crawl's live on through its snapshots)
+
+
+def cleanup(owner, kind: str, results: list[ResultView], now: dt.datetime, config: EngineConfig) -> Wait | None:
+    """An owner whose hooks are done stops its background services (``.daemon.bg`` and
+    plain ``.bg`` hooks; ``.finite.bg`` ones were awaited) and ends once they are recorded;
+    None when none is left. Their ends wake the owner."""
+    running = [r for r in results if r.background and not r.final]
+    if not running:
+        return None
+    if any(r.stop_requested_at is None and r.status == "started" and stopped_at_cleanup(r.hook_name) for r in running):
+        return Wait(recheck(now, config), "stopping its background hooks", (Effect("stop_background", (kind, owner.pk)),))
+    return Wait(recheck(now, config), "waiting for its background hooks to stop")
 
 
 def walk_steps(owner, results: list[ResultView], actions: StepActions, now: dt.datetime, config: EngineConfig) -> Decision:
@@ -153,7 +184,8 @@ def walk_steps(owner, results: list[ResultView], actions: StepActions, now: dt.d
     if state == "advance":
         return Go(actions.advance, {"step": step, "check_at": advance_check(results, step, now, config)})
     if state == "done":
-        return Go(actions.done)
+        waiting = cleanup(owner, actions.kind, results, now, config) if actions.cleans_up else None
+        return waiting or Go(actions.done)
     if stalled_step(results, owner.current_step, now):
         return await_sideeffect(owner.modified_at, now, config, "step not woken yet",
                                 Effect("wake_step", (actions.kind, owner.pk, owner.current_step)))
@@ -173,15 +205,16 @@ def handle_crawl(crawl: Crawl, *, now: dt.datetime, config: EngineConfig) -> Dec
     snapshots = Snapshot.objects.filter(crawl=crawl)
     if not snapshots.exists():
         if not crawl.seed_urls:
-            return Go(crawl_t.transition_crawl_started_to_sealed)
+            return cleanup(crawl, "Crawl", read_results("Crawl", crawl.pk), now, config) or Go(crawl_t.transition_crawl_started_to_sealed)
         return await_sideeffect(crawl.modified_at, now, config, "root snapshots not created yet",
                                 Effect("create_root_snapshots", (crawl.pk,)))
     if snapshots.filter(status__in=("queued", "started")).exists():
         return Wait(now + PUMP, "snapshots in progress", (Effect("activate_snapshots", (crawl.pk,)),))
     if ArchiveResult.objects.filter(crawl=crawl, snapshot__isnull=False, retry_at__isnull=False).exists():
-        # Sealed snapshots' background hooks are being stopped; the crawl ends once they are recorded.
+        # Ended snapshots' background hooks are being stopped; the crawl ends once they are recorded.
         return Wait(recheck(now, config), "background hooks of its snapshots being recorded")
-    return Go(crawl_t.transition_crawl_started_to_sealed)
+    # Its own services (a browser launched by a CrawlSetup hook) lived on for its snapshots: stop them now.
+    return cleanup(crawl, "Crawl", read_results("Crawl", crawl.pk), now, config) or Go(crawl_t.transition_crawl_started_to_sealed)
 
 
 def crawl_overdue(crawl: Crawl, now: dt.datetime) -> str:
@@ -200,13 +233,13 @@ def crawl_hooks_step(crawl: Crawl, now: dt.datetime, config: EngineConfig) -> De
 
 
 CRAWL_STEPS = StepActions("Crawl", "crawl_started", crawl_t.transition_crawl_advance_step,
-                          crawl_t.transition_crawl_start_snapshots)
+                          crawl_t.transition_crawl_start_snapshots, cleans_up=False)
 
 
 # Snapshot ------------------------------------------------------------------------
 
 SNAPSHOT_STEPS = StepActions("Snapshot", "snapshot_started", snapshot_t.transition_snapshot_advance_step,
-                             snapshot_t.transition_snapshot_started_to_sealed)
+                             snapshot_t.transition_snapshot_started_to_sealed, cleans_up=True)
 
 
 def handle_snapshot(snapshot: Snapshot, *, now: dt.datetime, config: EngineConfig) -> Decision:
@@ -232,6 +265,7 @@ class AttemptView:
     exit_code: int | None
     reason: str
     result_json: dict | None
+    retry_at: dt.datetime | None = None
 
 
 def handle_result(result: ArchiveResult, *, now: dt.datetime, config: EngineConfig) -> Decision:
@@ -252,6 +286,9 @@ def start_or_wait(result: ArchiveResult, owner, now: dt.datetime, config: Engine
         return Go(ar_t.transition_archiveresult_queued_to_skipped, {"reason": f"its {kind} was {owner.status} before this hook ran"})
     if owner.status != "started" or result.step > owner.current_step:
         return Wait(parked(now), f"waiting for step {result.step}")
+    unready = unready_before(result)
+    if unready:
+        return Wait(parked(now), f"waiting for {unready} to be ready")  # its readiness (or end) wakes this
     too_big = oversized(result)
     if too_big:
         return Go(ar_t.transition_archiveresult_queued_to_skipped, {"reason": too_big})
@@ -260,6 +297,17 @@ def start_or_wait(result: ArchiveResult, owner, now: dt.datetime, config: Engine
     except ConfigError as err:
         return Go(ar_t.transition_archiveresult_give_up, {"error": f"config error: {err}"})
     return Go(ar_t.transition_archiveresult_queued_to_started, {"check_at": now + seconds(min(config.sideeffect_lost_after, timeout))})
+
+
+def unready_before(result: ArchiveResult) -> str:
+    """The first background hook of the same owner ordered before this one that is not ready
+    yet (and not final), or "": a hook starts only after those printed their first line."""
+    kind, owner_id = ("Snapshot", result.snapshot_id) if result.snapshot_id else ("Crawl", result.crawl_id)
+    mine = hook_order(result.hook_name)
+    for other in read_results(kind, owner_id):
+        if other.background and other.holds_later_hooks and hook_order(other.hook_name) < mine:
+            return f"{other.plugin}/{other.hook_name}"
+    return ""
 
 
 def oversized(result: ArchiveResult) -> str:
@@ -277,7 +325,7 @@ def oversized(result: ArchiveResult) -> str:
 
 
 def judge_attempt(result: ArchiveResult, owner, now: dt.datetime, config: EngineConfig) -> Decision:
-    found = rowsql.values(Process, ("status", "exit_code", "reason", "result_json"), {"key": f"hook:{result.pk}:{result.attempts}"})
+    found = rowsql.values(Process, ("status", "exit_code", "reason", "result_json", "retry_at"), {"key": f"hook:{result.pk}:{result.attempts}"})
     process = AttemptView(*found[0]) if found else None
     if process is None or process.status != "exited":
         return wait_for_attempt(result, process, owner, now, config)
@@ -286,6 +334,8 @@ def judge_attempt(result: ArchiveResult, owner, now: dt.datetime, config: Engine
     output_str, output_json = reported.get("output_str") or "", reported.get("output_json")
     if outcome.get("permanent"):
         return Go(ar_t.transition_archiveresult_started_to_failed, {"output_str": process.reason, "output_json": output_json})
+    if outcome.get("cleanup"):
+        return judge_cleanup_stop(process, reported, output_json)
     if process.exit_code == EXIT_SKIPPED:
         why = output_str or outcome.get("reason") or f"skipped (exit code {EXIT_SKIPPED})"
         return Go(ar_t.transition_archiveresult_started_to_skipped, {"output_str": why, "output_json": output_json})
@@ -309,6 +359,27 @@ def judge_attempt(result: ArchiveResult, owner, now: dt.datetime, config: Engine
     return retry_or_fail(result, why, output_json, now, config)
 
 
+# How a background hook stopped at cleanup may end and still be judged by what it reported
+# (abx-dl's polite cleanup exits): on its own, or by the SIGTERM or SIGINT it was sent.
+POLITE_EXITS = frozenset({0, -2, -15, 130, 143})
+
+
+def judge_cleanup_stop(process: AttemptView, reported: dict, output_json) -> Decision:
+    """A background service its owner stopped at cleanup: that is not a failure. Its record
+    decides (no record: ``noresults``, as ArchiveBox 0.9.73 records it); only one that
+    did not stop within its grace (killed) or crashed fails."""
+    if process.exit_code in POLITE_EXITS:
+        target = {"succeeded": ar_t.transition_archiveresult_started_to_succeeded,
+                  "failed": ar_t.transition_archiveresult_started_to_failed,
+                  "skipped": ar_t.transition_archiveresult_started_to_skipped}.get(reported.get("status"),
+                                                                                  ar_t.transition_archiveresult_started_to_noresults)
+        return Go(target, {"output_str": reported.get("output_str") or "", "output_json": output_json})
+    if process.exit_code == EXIT_SKIPPED:
+        return Go(ar_t.transition_archiveresult_started_to_skipped, {"output_str": reported.get("output_str") or "", "output_json": output_json})
+    why = f"{process.reason}, then exit code {process.exit_code} (it did not stop within its grace)"
+    return Go(ar_t.transition_archiveresult_started_to_failed, {"output_str": why, "output_json": output_json})
+
+
 def interrupted(result: ArchiveResult, owner, why: str, output_json, now: dt.datetime, config: EngineConfig) -> Decision:
     """An attempt cut short by its worker stopping or dying, not by the hook: run it again
     at once, and the attempt does not count (up to MAX_INTERRUPTIONS times, so that a hook
@@ -327,6 +398,10 @@ def interrupted(result: ArchiveResult, owner, why: str, output_json, now: dt.dat
 
 
 def wait_for_attempt(result: ArchiveResult, process: AttemptView | None, owner, now: dt.datetime, config: EngineConfig) -> Decision:
+    if process is not None and process.status == "running" and is_daemon(result.hook_name) and process.retry_at:
+        # No wall-clock timeout: it runs until its owner's cleanup, its watcher renewing its
+        # row's deadline. Its end wakes this result; a lapsed deadline (a dead machine) too.
+        return Wait(max(process.retry_at, now) + seconds(HOOK_DEADLINE_GRACE), "background hook running until its owner's cleanup")
     try:
         deadline = result.started_at + seconds(hook_timeout(result) + HOOK_DEADLINE_GRACE)
     except ConfigError as err:

@@ -17,7 +17,7 @@ def transition_archiveresult_queued_to_started(result: ArchiveResult, *, now: dt
     """Launch the next attempt; look again at ``check_at`` in case the launch request is lost."""
     attempt = result.attempts + 1
     return move(result, "queued", "started", now=now, claim=claim, retry_at=check_at,
-                fields={"attempts": attempt, "started_at": now, "finished_at": None},
+                fields={"attempts": attempt, "started_at": now, "finished_at": None, "ready_at": None, "stop_requested_at": None},
                 then=[Effect("run_hook", (result.pk, attempt))])
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from helpers import FIXTURE_PLUGINS
 
-from .util import collection, results, snapshot_dir
+from .util import collection, db_time, kill_quietly, pid_dead, results, snapshot_dir
 
 ABX_PLUGINS = Path(__file__).resolve().parent / "plugins"
 
@@ -19,6 +19,13 @@ ABX_PLUGINS = Path(__file__).resolve().parent / "plugins"
 def abx_collection(tmp_path: Path, plugins: str, **env: str):
     """A collection whose PLUGIN_DIRS holds the usual fixtures and the abx-shaped ones (with a ``base``)."""
     return collection(tmp_path, plugins, PLUGIN_DIRS=os.pathsep.join((str(FIXTURE_PLUGINS), str(ABX_PLUGINS))), **env)
+
+
+def kill_pids_in(root: Path, *names: str) -> None:
+    """Clean-up of a test that failed half-way: kill the daemons that recorded ``{"pid": ...}`` in these files."""
+    for name in names:
+        for path in root.rglob(name):
+            kill_quietly(json.loads(path.read_text())["pid"])
 
 
 def crawl_folder(coll) -> Path:
@@ -76,3 +83,51 @@ def test_abx_runtime_is_archivebox_even_without_a_base_plugin(tmp_path):
     env = json.loads((snapshot_dir(coll, url) / "h_env" / "env.json").read_text())["env"]
     assert env["ABX_RUNTIME"] == "archivebox"
     assert "TMP_DIR" not in env and "PERSONAS_DIR" not in env  # only a base plugin's schema brings those
+
+
+def test_daemons_are_waited_for_until_ready_live_past_their_timeout_and_are_stopped_at_their_owners_cleanup(tmp_path):
+    """abxbg's daemons have a 1 s timeout; abxuse's capture takes 1.5 s and uses them both. The
+    crawl's browser daemon lives until every snapshot is done, the snapshot's tab daemon until
+    the snapshot's other hooks are; hooks after a daemon start only once it printed its first
+    line; a daemon stopped at cleanup is judged by its own record (none: noresults)."""
+    coll = abx_collection(tmp_path, "abxbg,abxuse", ABXBG_TIMEOUT="1")
+    urls = ["https://example.com/daemons/1", "https://example.com/daemons/2"]
+    try:
+        coll.cli("add", *urls)
+    finally:
+        kill_pids_in(coll.root, "launch.json", "tab.json")
+    crawl = crawl_folder(coll)
+    launch = json.loads((crawl / "abxbg" / "launch.json").read_text())
+    wait = json.loads((crawl / "abxbg" / "wait.json").read_text())
+    assert wait["launched"] and wait["start"] >= launch["ready"]  # the next crawl hook waited for readiness
+    browser_term = float((crawl / "abxbg" / "term.txt").read_text())
+    sealed = {r["url"]: db_time(r["finished_at"]) for r in coll.query("SELECT url, finished_at FROM core_snapshot")}
+    for url in urls:
+        folder = snapshot_dir(coll, url)
+        tab = json.loads((folder / "abxbg" / "tab.json").read_text())
+        capture = json.loads((folder / "abxuse" / "capture.json").read_text())
+        assert capture["start"] >= tab["ready"]  # the next step waited for the tab to be ready
+        assert capture["browser"] and capture["tab"], capture  # both alive 1.5 s in, past their 1 s timeout
+        assert pid_dead(tab["pid"])
+        assert capture["end"] <= browser_term
+    tabs = coll.query("SELECT p.reason, p.exit_code, p.ended_at, p.timeout, s.finished_at FROM core_process p "
+                      "JOIN core_archiveresult r ON p.archiveresult_id = r.id JOIN core_snapshot s ON r.snapshot_id = s.id "
+                      "WHERE r.hook_name = 'on_Snapshot__20_abxbg_tab.daemon.bg.py'")
+    assert len(tabs) == 2
+    for tab in tabs:
+        # stopped at the snapshot's cleanup, before it sealed; no wall-clock timeout of its own
+        assert (tab["reason"], tab["exit_code"], tab["timeout"]) == ("stopped at cleanup", -15, None)
+        assert db_time(tab["ended_at"]) <= db_time(tab["finished_at"])
+    assert browser_term >= max(sealed.values())  # the crawl's daemon outlived every snapshot
+    assert browser_term < db_time(coll.scalar("SELECT finished_at FROM core_crawl"))  # and was stopped before the crawl sealed
+    assert pid_dead(launch["pid"])
+
+    statuses = {(r["snapshot_id"] is not None, r["hook_name"]): (r["status"], r["output_str"]) for r in coll.query(
+        "SELECT snapshot_id, hook_name, status, output_str FROM core_archiveresult")}
+    assert statuses == {
+        (False, "on_CrawlSetup__90_abxbg_launch.daemon.bg.py"): ("succeeded", "browser closed"),
+        (False, "on_CrawlSetup__91_abxbg_wait.py"): ("succeeded", "browser is up"),
+        (True, "on_Snapshot__20_abxbg_tab.daemon.bg.py"): ("noresults", ""),
+        (True, "on_Snapshot__30_abxuse_capture.py"): ("succeeded", "captured"),
+    }
+    assert coll.counts("crawl") == {"sealed": 1} and coll.counts("snapshot") == {"sealed": 2}

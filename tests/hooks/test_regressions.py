@@ -58,8 +58,8 @@ def test_foreground_add_records_the_result_of_a_crawl_background_hook(tmp_path):
     finally:
         for daemon_file in (coll.root / "crawls").glob("*/h_crawl/daemon.json"):
             kill_quietly(json.loads(daemon_file.read_text())["pid"])
-    [daemon] = coll.query("SELECT status, output_str FROM core_archiveresult WHERE hook_name='on_Crawl__10_daemon.bg.py'")
-    assert (daemon["status"], daemon["output_str"]) == ("succeeded", "daemon stopped at crawl seal")
+    [daemon] = coll.query("SELECT status, output_str FROM core_archiveresult WHERE hook_name='on_Crawl__10_daemon.daemon.bg.py'")
+    assert (daemon["status"], daemon["output_str"]) == ("succeeded", "daemon stopped at the crawl's cleanup")
     assert unfinished(coll) == 0
 
 

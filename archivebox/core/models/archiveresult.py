@@ -27,6 +27,12 @@ class ArchiveResult(StatefulModel):
     output_json = models.JSONField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # A background hook's attempt is ready once it printed its first stdout line (abx-dl's
+    # readiness): its owner's later steps wait for that. Reset with every attempt.
+    ready_at = models.DateTimeField(null=True, blank=True)
+    # Its owner asked this background hook to stop (its cleanup, or a later hook that waits
+    # for background cleanup): its watcher stops it, and the stop is not a failure.
+    stop_requested_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["step", "hook_name"]
