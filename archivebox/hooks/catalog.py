@@ -37,6 +37,7 @@ class _State:
     signature: tuple
     plugins: dict[str, Path]
     schemas: dict[str, dict[str, dict]]
+    metas: dict[str, plugin_config.PluginMeta] = field(default_factory=dict)
     hooks: dict[str, list[HookScript]] = field(default_factory=dict)  # filled per model on first use
 
 
@@ -61,7 +62,8 @@ class PluginCatalog:
             signature += tuple(_mtime(p / "config.json") for p in plugins.values())
             if signature != state.signature:
                 schemas = {name: plugin_config.plugin_schema(name, plugin_config.load_schema(path)) for name, path in plugins.items()}
-                state = self._state = _State(signature, plugins, schemas)
+                metas = {name: plugin_config.load_meta(path) for name, path in plugins.items()}
+                state = self._state = _State(signature, plugins, schemas, metas)
             self._next_check = now + self.recheck_every
             return state
 
@@ -72,6 +74,21 @@ class PluginCatalog:
     def schema(self, plugin: str) -> dict[str, dict]:
         return self._current().schemas[plugin]
 
+    def meta(self, plugin: str) -> plugin_config.PluginMeta:
+        return self._current().metas.get(plugin, plugin_config.PluginMeta())
+
+    def with_requirements(self, names: set[str]) -> set[str]:
+        """``names`` (lower case) and, transitively, every plugin they require (``required_plugins``),
+        as ArchiveBox selects plugins: choosing mercury brings in what mercury needs."""
+        metas = {name.lower(): meta for name, meta in self._current().metas.items()}
+        selected, todo = set(), list(names)
+        while todo:
+            name = todo.pop()
+            if name not in selected:
+                selected.add(name)
+                todo.extend(required.lower() for required in (metas[name].required_plugins if name in metas else ()))
+        return selected
+
     def all_hooks(self, owner: str) -> list[HookScript]:
         """Every hook an owner (``Crawl`` or ``Snapshot``) runs, ordered by step then name."""
         state = self._current()
@@ -80,11 +97,11 @@ class PluginCatalog:
             hooks = state.hooks[owner] = find_hooks(state.plugins, owner)
         return hooks
 
-    @staticmethod
-    def chosen(layers: Sequence[Mapping[str, Any]]) -> set[str]:
-        """The plugins named by ``PLUGINS`` (``add --plugins``), lower-cased; empty means all."""
+    def chosen(self, layers: Sequence[Mapping[str, Any]]) -> set[str]:
+        """The plugins named by ``PLUGINS`` (``add --plugins``) and those they require, lower-cased;
+        empty means all."""
         allow = plugin_config.resolve_key("PLUGINS", plugin_config.GLOBAL_SCHEMA["PLUGINS"], layers)
-        return {p.strip().lower() for p in (allow or "").split(",") if p.strip()}
+        return self.with_requirements({p.strip().lower() for p in (allow or "").split(",") if p.strip()})
 
     def enabled_plugins(self, layers: Sequence[Mapping[str, Any]]) -> set[str]:
         """Without ``PLUGINS``, every plugin its ``<PLUGIN>_ENABLED`` leaves on. With it, exactly

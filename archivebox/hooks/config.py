@@ -24,6 +24,7 @@ import logging
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,43 @@ def load_schema(plugin_dir: Path) -> dict[str, dict[str, Any]]:
     for key, spec in properties.items():
         check_spec(f"{path}: {key}", spec)
     return properties
+
+
+@dataclass(frozen=True)
+class PluginMeta:
+    """What a plugin's config.json says about running it, besides its keys (abx-plugins 1.13):
+    the plugins it needs (``required_plugins``: selecting it with ``PLUGINS`` selects them
+    too), and what its hooks wait for before they start: every background hook of their
+    snapshot ordered before them to end (``wait_for_background_cleanup``: services are
+    stopped, finite ones awaited), or the results of named plugins to be final
+    (``wait_for_plugins``)."""
+
+    required_plugins: tuple[str, ...] = ()
+    wait_for_background_cleanup: bool = False
+    wait_for_plugins: tuple[str, ...] = ()
+
+
+def load_meta(plugin_dir: Path) -> PluginMeta:
+    """The :class:`PluginMeta` of a plugin's config.json (defaults if it has none)."""
+    path = plugin_dir / "config.json"
+    if not path.exists():
+        return PluginMeta()
+    try:
+        schema = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ConfigError(f"{path}: invalid config.json: {err}") from err
+    if not isinstance(schema, dict):
+        return PluginMeta()
+    names = {}
+    for key in ("required_plugins", "wait_for_plugins"):
+        value = schema.get(key) or []
+        if not isinstance(value, list) or not all(isinstance(name, str) and name.strip() for name in value):
+            raise ConfigError(f"{path}: {key!r} must be a list of plugin names, got {value!r}")
+        names[key] = tuple(name.strip() for name in value)
+    wait = schema.get("wait_for_background_cleanup", False)
+    if not isinstance(wait, bool):
+        raise ConfigError(f"{path}: 'wait_for_background_cleanup' must be true or false, got {wait!r}")
+    return PluginMeta(names["required_plugins"], wait, names["wait_for_plugins"])
 
 
 _NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")

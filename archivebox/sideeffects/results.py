@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from archivebox.core.models import ArchiveResult, Crawl, Snapshot
 from archivebox.core.reads import expected_hooks, parked, results_of
-from archivebox.hooks.discovery import stopped_at_cleanup
+from archivebox.hooks.discovery import hook_order, stopped_at_cleanup
 from archivebox.sideeffects import index as index_effects
 from archivebox.sideeffects.queue import sideeffect
 from archivebox.tasks.dispatch import wake_rows
@@ -51,19 +51,21 @@ def wake_step(owner_kind: str, owner_id, step: int) -> None:
 
 
 @sideeffect
-def stop_background(owner_kind: str, owner_id) -> None:
+def stop_background(owner_kind: str, owner_id, before: str = "") -> None:
     """The owner no longer needs its running background services (its cleanup, or a hook
-    that waits for background cleanup): ask their watchers to stop them (SIGTERM, their
-    plugin's timeout as the grace, then SIGKILL). ``.finite.bg`` hooks are awaited, not stopped."""
+    that waits for background cleanup: then only those ordered before that hook, ``before``):
+    ask their watchers to stop them (SIGTERM, their plugin's timeout as the grace, then
+    SIGKILL). ``.finite.bg`` hooks are awaited, not stopped."""
     running = results_of(owner_kind, owner_id).filter(background=True, status="started", stop_requested_at__isnull=True)
-    ids = [pk for pk, hook_name in running.values_list("pk", "hook_name") if stopped_at_cleanup(hook_name)]
+    ids = [pk for pk, hook_name in running.values_list("pk", "hook_name")
+           if stopped_at_cleanup(hook_name) and (not before or hook_order(hook_name) < hook_order(before))]
     if ids:
         ArchiveResult.objects.filter(pk__in=ids, stop_requested_at__isnull=True).update(stop_requested_at=timezone.now())
 
 
 def wake_waiting(snapshot_id, crawl_id) -> None:
-    """A background hook became ready or ended: the owner's hooks waiting for it (queued,
-    never run, of a step the owner reached) may start now."""
+    """A hook became ready or ended: the owner's hooks that may wait for it (queued, never
+    run, of a step the owner reached) look again now."""
     if snapshot_id is not None:
         found = rowsql.values(Snapshot, ("current_step",), {"id": snapshot_id})
         owner_kind, owner_id = "Snapshot", snapshot_id
@@ -98,9 +100,8 @@ def result_finished(result_id) -> None:
     found = rowsql.values(ArchiveResult, ("snapshot_id", "crawl_id", "step", "background"), {"id": result_id})
     if not found:
         return
-    snapshot_id, crawl_id, step, background = found[0]
-    if background:
-        wake_waiting(snapshot_id, crawl_id)  # hooks after it that waited for it to be ready
+    snapshot_id, crawl_id, step, _background = found[0]
+    wake_waiting(snapshot_id, crawl_id)  # hooks that waited for it (to be ready, or final)
     owner_model, owner_id = (Snapshot, snapshot_id) if snapshot_id is not None else (Crawl, crawl_id)
     # The owner only has something to decide once no foreground result of this step (or an
     # earlier one) is left unfinished.

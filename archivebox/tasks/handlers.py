@@ -286,9 +286,10 @@ def start_or_wait(result: ArchiveResult, owner, now: dt.datetime, config: Engine
         return Go(ar_t.transition_archiveresult_queued_to_skipped, {"reason": f"its {kind} was {owner.status} before this hook ran"})
     if owner.status != "started" or result.step > owner.current_step:
         return Wait(parked(now), f"waiting for step {result.step}")
-    unready = unready_before(result)
-    if unready:
-        return Wait(parked(now), f"waiting for {unready} to be ready")  # its readiness (or end) wakes this
+    blocked = blocked_by(result)
+    if blocked:
+        # What it waits for wakes it when it is ready or ends; a stop it asked for is asked again at the recheck.
+        return Wait(recheck(now, config) if blocked.effects else parked(now), f"waiting for {blocked.what}", blocked.effects)
     too_big = oversized(result)
     if too_big:
         return Go(ar_t.transition_archiveresult_queued_to_skipped, {"reason": too_big})
@@ -299,15 +300,38 @@ def start_or_wait(result: ArchiveResult, owner, now: dt.datetime, config: Engine
     return Go(ar_t.transition_archiveresult_queued_to_started, {"check_at": now + seconds(min(config.sideeffect_lost_after, timeout))})
 
 
-def unready_before(result: ArchiveResult) -> str:
-    """The first background hook of the same owner ordered before this one that is not ready
-    yet (and not final), or "": a hook starts only after those printed their first line."""
+@dataclass(frozen=True)
+class Blocked:
+    """What a queued result waits for before it may start, and the side effects that wait asks for."""
+
+    what: str
+    effects: tuple = ()
+
+
+def blocked_by(result: ArchiveResult) -> Blocked | None:
+    """Why a result of a step its owner reached must not start yet, as abx-dl orders hooks:
+    a background hook ordered before it is not ready (its first stdout line); its plugin
+    declares ``wait_for_background_cleanup`` and a background hook of its snapshot ordered
+    before it still runs (services are asked to stop, finite ones awaited); or it declares
+    ``wait_for_plugins`` and a result of one of those plugins, of its step or an earlier
+    one, is not final."""
     kind, owner_id = ("Snapshot", result.snapshot_id) if result.snapshot_id else ("Crawl", result.crawl_id)
     mine = hook_order(result.hook_name)
-    for other in read_results(kind, owner_id):
-        if other.background and other.holds_later_hooks and hook_order(other.hook_name) < mine:
-            return f"{other.plugin}/{other.hook_name}"
-    return ""
+    others = [r for r in read_results(kind, owner_id) if (r.plugin, r.hook_name) != (result.plugin, result.hook_name)]
+    earlier_bg = [r for r in others if r.background and not r.final and hook_order(r.hook_name) < mine]
+    for other in earlier_bg:
+        if other.holds_later_hooks:
+            return Blocked(f"{other.plugin}/{other.hook_name} to be ready")
+    meta = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).meta(result.plugin)
+    if meta.wait_for_background_cleanup and kind == "Snapshot" and earlier_bg:
+        unstopped = any(r.status == "started" and r.stop_requested_at is None and stopped_at_cleanup(r.hook_name) for r in earlier_bg)
+        effects = (Effect("stop_background", (kind, owner_id, result.hook_name)),) if unstopped else ()
+        return Blocked(f"{earlier_bg[0].plugin}/{earlier_bg[0].hook_name} to end (wait_for_background_cleanup)", effects)
+    awaited = {name.lower() for name in meta.wait_for_plugins}
+    for other in others:
+        if other.plugin.lower() in awaited and not other.final and other.step <= result.step:
+            return Blocked(f"{other.plugin}/{other.hook_name} to finish (wait_for_plugins)")
+    return None
 
 
 def oversized(result: ArchiveResult) -> str:

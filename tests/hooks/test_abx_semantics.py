@@ -9,7 +9,13 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from helpers import FIXTURE_PLUGINS
+
+from archivebox.config import ConfigError
+from archivebox.hooks.catalog import PluginCatalog
+from archivebox.hooks.config import load_meta
+from archivebox.hooks.discovery import plugin_dirs
 
 from .util import collection, db_time, kill_quietly, pid_dead, results, snapshot_dir
 
@@ -90,7 +96,7 @@ def test_daemons_are_waited_for_until_ready_live_past_their_timeout_and_are_stop
     crawl's browser daemon lives until every snapshot is done, the snapshot's tab daemon until
     the snapshot's other hooks are; hooks after a daemon start only once it printed its first
     line; a daemon stopped at cleanup is judged by its own record (none: noresults)."""
-    coll = abx_collection(tmp_path, "abxbg,abxuse", ABXBG_TIMEOUT="1")
+    coll = abx_collection(tmp_path, "abxuse", ABXBG_TIMEOUT="1")  # abxuse requires abxbg: choosing it brings abxbg in
     urls = ["https://example.com/daemons/1", "https://example.com/daemons/2"]
     try:
         coll.cli("add", *urls)
@@ -131,3 +137,60 @@ def test_daemons_are_waited_for_until_ready_live_past_their_timeout_and_are_stop
         (True, "on_Snapshot__30_abxuse_capture.py"): ("succeeded", "captured"),
     }
     assert coll.counts("crawl") == {"sealed": 1} and coll.counts("snapshot") == {"sealed": 2}
+
+
+def test_a_plugin_waiting_for_background_cleanup_starts_once_downloads_ended_and_recorders_were_stopped(tmp_path):
+    """abxhash (step 9, ``wait_for_background_cleanup`` as abx-plugins' hashes) lists the snapshot's
+    files: the finite download of step 3 (1.5 s, ignoring SIGTERM as wget does) is awaited, the
+    recorder daemon of step 2 is stopped first (it writes its output then), so both are listed."""
+    coll = abx_collection(tmp_path, "abxfetch,abxrec,abxhash")
+    url = "https://example.com/cleanup"
+    coll.cli("add", url)
+    folder = snapshot_dir(coll, url)
+    manifest = json.loads((folder / "abxhash" / "manifest.json").read_text())
+    assert manifest["files"]["abxfetch/page.html"] > 0 and "abxrec/responses.json" in manifest["files"], manifest
+    recorded = json.loads((folder / "abxrec" / "responses.json").read_text())
+    assert manifest["start"] >= float((folder / "abxfetch" / "end.txt").read_text())
+    assert manifest["start"] >= recorded["stopped"]
+    got = {hook: (r["status"], r["output_str"]) for (_, hook), r in results(coll).items()}
+    assert got == {"on_Snapshot__24_abxrec.daemon.bg.py": ("succeeded", "responses.json"),
+                   "on_Snapshot__35_abxfetch.finite.bg.py": ("succeeded", "page.html"),
+                   "on_Snapshot__93_abxhash.py": ("succeeded", "3 files")}
+    reasons = {r["label"].split("/")[1]: r["reason"] for r in coll.query("SELECT label, reason FROM core_process WHERE kind='hook'")}
+    assert reasons["on_Snapshot__24_abxrec.daemon.bg.py"] == "stopped at cleanup"
+    assert reasons["on_Snapshot__35_abxfetch.finite.bg.py"] == ""  # awaited, never stopped
+
+
+def test_a_plugin_waiting_for_another_starts_once_that_ones_results_are_final(tmp_path):
+    """abxafter declares ``wait_for_plugins: ["abxslow"]``; both are in step 5, which otherwise runs
+    its hooks side by side."""
+    coll = abx_collection(tmp_path, "abxslow,abxafter")
+    url = "https://example.com/wait-for"
+    coll.cli("add", url)
+    folder = snapshot_dir(coll, url)
+    slow = json.loads((folder / "abxslow" / "slow.json").read_text())
+    after = json.loads((folder / "abxafter" / "after.json").read_text())
+    assert after["start"] >= slow["end"]
+    assert {r["status"] for r in results(coll).values()} == {"succeeded"}
+
+
+def test_choosing_a_plugin_by_name_brings_in_the_plugins_it_requires(monkeypatch):
+    """``required_plugins``: PLUGINS=abxuse selects abxbg too (transitively, case aside), as
+    ArchiveBox's plugin selection does; nothing else is brought in."""
+    cat = PluginCatalog(plugin_dirs(Path("/nonexistent"), os.pathsep.join((str(FIXTURE_PLUGINS), str(ABX_PLUGINS)))))
+    assert cat.enabled_plugins([{"PLUGINS": "AbxUse"}]) == {"abxuse", "abxbg"}
+    assert cat.enabled_plugins([{"PLUGINS": "abxbg"}]) == {"abxbg"}
+    assert cat.meta("abxhash").wait_for_background_cleanup and cat.meta("abxafter").wait_for_plugins == ("abxslow",)
+
+
+@pytest.mark.parametrize("top, message", [
+    ('"required_plugins": "chrome"', "'required_plugins' must be a list of plugin names, got 'chrome'"),
+    ('"wait_for_plugins": [""]', "'wait_for_plugins' must be a list of plugin names, got ['']"),
+    ('"wait_for_background_cleanup": "yes"', "'wait_for_background_cleanup' must be true or false, got 'yes'"),
+])
+def test_a_config_json_with_unusable_run_keys_is_refused_in_one_line(tmp_path, top, message):
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "config.json").write_text(f'{{"type": "object", {top}, "properties": {{}}}}')
+    with pytest.raises(ConfigError) as err:
+        load_meta(tmp_path / "bad")
+    assert str(err.value) == f"{tmp_path / 'bad' / 'config.json'}: {message}"
