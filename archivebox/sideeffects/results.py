@@ -51,12 +51,15 @@ def wake_step(owner_kind: str, owner_id, step: int) -> None:
 
 
 @sideeffect
-def stop_background(owner_kind: str, owner_id, before: str = "") -> None:
+def stop_background(owner_kind: str, owner_id, before: str = "", plugins: tuple[str, ...] = ()) -> None:
     """The owner no longer needs its running background services (its cleanup, or a hook
-    that waits for background cleanup: then only those ordered before that hook, ``before``):
-    ask their watchers to stop them (SIGTERM, their plugin's timeout as the grace, then
-    SIGKILL). ``.finite.bg`` hooks are awaited, not stopped."""
+    that waits for background cleanup: then only those ordered before that hook, ``before``),
+    or those of ``plugins`` (a wave, dependents first): ask their watchers to stop them
+    (SIGTERM, their plugin's timeout as the grace, then SIGKILL). ``.finite.bg`` hooks are
+    awaited, not stopped."""
     running = results_of(owner_kind, owner_id).filter(background=True, status="started", stop_requested_at__isnull=True)
+    if plugins:
+        running = running.filter(plugin__in=plugins)
     ids = [pk for pk, hook_name in running.values_list("pk", "hook_name")
            if stopped_at_cleanup(hook_name) and (not before or hook_order(hook_name) < hook_order(before))]
     if ids:

@@ -169,9 +169,25 @@ def cleanup(owner, kind: str, results: list[ResultView], now: dt.datetime, confi
     running = [r for r in results if r.background and not r.final]
     if not running:
         return None
-    if any(r.stop_requested_at is None and r.status == "started" and stopped_at_cleanup(r.hook_name) for r in running):
-        return Wait(recheck(now, config), "stopping its background hooks", (Effect("stop_background", (kind, owner.pk)),))
+    effects = stop_wave(kind, owner.pk, running)
+    if effects:
+        return Wait(recheck(now, config), "stopping its background hooks", effects)
     return Wait(recheck(now, config), "waiting for its background hooks to stop")
+
+
+def stop_wave(kind: str, owner_id, running: list[ResultView], before: str = "") -> tuple[Effect, ...]:
+    """The stop to ask for next among an owner's running background hooks, dependents first
+    as abx-dl stops them: a plugin's services are stopped only once no other running hook's
+    plugin requires it (``required_plugins``: the recorders using a browser tab flush before
+    the tab closes). A dependency cycle stops them all at once."""
+    cat = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
+    needs = {r.plugin: cat.with_requirements({r.plugin.lower()}) - {r.plugin.lower()} for r in running}
+    unstopped = [r for r in running if r.status == "started" and r.stop_requested_at is None and stopped_at_cleanup(r.hook_name)]
+    wave = {r.plugin for r in unstopped
+            if not any(r.plugin.lower() in needs[other.plugin] for other in running if other.plugin != r.plugin)}
+    if not wave and unstopped and len(unstopped) == len(running):
+        wave = {r.plugin for r in unstopped}  # they all require each other
+    return (Effect("stop_background", (kind, owner_id, before, tuple(sorted(wave)))),) if wave else ()
 
 
 def walk_steps(owner, results: list[ResultView], actions: StepActions, now: dt.datetime, config: EngineConfig) -> Decision:
@@ -324,8 +340,7 @@ def blocked_by(result: ArchiveResult) -> Blocked | None:
             return Blocked(f"{other.plugin}/{other.hook_name} to be ready")
     meta = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).meta(result.plugin)
     if meta.wait_for_background_cleanup and kind == "Snapshot" and earlier_bg:
-        unstopped = any(r.status == "started" and r.stop_requested_at is None and stopped_at_cleanup(r.hook_name) for r in earlier_bg)
-        effects = (Effect("stop_background", (kind, owner_id, result.hook_name)),) if unstopped else ()
+        effects = stop_wave(kind, owner_id, earlier_bg, before=result.hook_name)
         return Blocked(f"{earlier_bg[0].plugin}/{earlier_bg[0].hook_name} to end (wait_for_background_cleanup)", effects)
     awaited = {name.lower() for name in meta.wait_for_plugins}
     for other in others:

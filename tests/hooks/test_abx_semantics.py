@@ -94,8 +94,9 @@ def test_abx_runtime_is_archivebox_even_without_a_base_plugin(tmp_path):
 def test_daemons_are_waited_for_until_ready_live_past_their_timeout_and_are_stopped_at_their_owners_cleanup(tmp_path):
     """abxbg's daemons have a 1 s timeout; abxuse's capture takes 1.5 s and uses them both. The
     crawl's browser daemon lives until every snapshot is done, the snapshot's tab daemon until
-    the snapshot's other hooks are; hooks after a daemon start only once it printed its first
-    line; a daemon stopped at cleanup is judged by its own record (none: noresults)."""
+    the snapshot's other hooks are, and after the recorder that requires it; hooks after a
+    daemon start only once it printed its first line; a daemon stopped at cleanup is judged by
+    its own record (none: noresults)."""
     coll = abx_collection(tmp_path, "abxuse", ABXBG_TIMEOUT="1")  # abxuse requires abxbg: choosing it brings abxbg in
     urls = ["https://example.com/daemons/1", "https://example.com/daemons/2"]
     try:
@@ -114,6 +115,9 @@ def test_daemons_are_waited_for_until_ready_live_past_their_timeout_and_are_stop
         capture = json.loads((folder / "abxuse" / "capture.json").read_text())
         assert capture["start"] >= tab["ready"]  # the next step waited for the tab to be ready
         assert capture["browser"] and capture["tab"], capture  # both alive 1.5 s in, past their 1 s timeout
+        # at cleanup the recorder (abxuse requires abxbg) is stopped and flushes before the tab closes
+        recorder = json.loads((folder / "abxuse" / "recorder.json").read_text())
+        assert recorder["tab_alive_while_flushing"], recorder
         assert pid_dead(tab["pid"])
         assert capture["end"] <= browser_term
     tabs = coll.query("SELECT p.reason, p.exit_code, p.ended_at, p.timeout, s.finished_at FROM core_process p "
@@ -134,6 +138,7 @@ def test_daemons_are_waited_for_until_ready_live_past_their_timeout_and_are_stop
         (False, "on_CrawlSetup__90_abxbg_launch.daemon.bg.py"): ("succeeded", "browser closed"),
         (False, "on_CrawlSetup__91_abxbg_wait.py"): ("succeeded", "browser is up"),
         (True, "on_Snapshot__20_abxbg_tab.daemon.bg.py"): ("noresults", ""),
+        (True, "on_Snapshot__25_abxuse_recorder.daemon.bg.py"): ("succeeded", "recorder.json"),
         (True, "on_Snapshot__30_abxuse_capture.py"): ("succeeded", "captured"),
     }
     assert coll.counts("crawl") == {"sealed": 1} and coll.counts("snapshot") == {"sealed": 2}
