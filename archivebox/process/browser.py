@@ -28,6 +28,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -65,6 +66,8 @@ CHROME_FLAGS = (
 )
 # After a failed start, leases are refused (the hooks run without it) for this long.
 RETRY_START_AFTER = 30.0
+# What a DevTools target id looks like.
+TARGET_ID = re.compile(r"[0-9A-Fa-f]{16,64}")
 STOP_GRACE = 2.0
 
 
@@ -227,6 +230,21 @@ class Browser:
         self.check(memory=False)
         with self._cond:
             return generation in self._lost
+
+    def close_tab(self, lease: Lease, target_id: str) -> None:
+        """Close a tab a hook run left open (it died before it could), by DevTools' HTTP
+        ``/json/close``; one already closed is fine."""
+        with self._cond:
+            instance = self._instance
+        if instance is None or instance.generation != lease.generation or not TARGET_ID.fullmatch(target_id):
+            return
+        try:
+            with urllib.request.urlopen(f"{instance.http_url}/json/close/{target_id}", timeout=self.config.browser_hang_timeout):
+                logger.info("closed tab %s that its hook left open", target_id)
+        except urllib.error.HTTPError as err:
+            logger.debug("tab %s already closed (%s)", target_id, err.code)
+        except OSError as err:
+            logger.warning("could not close tab %s: %s", target_id, err)
 
     def in_use(self) -> int:
         with self._cond:

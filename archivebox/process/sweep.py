@@ -31,6 +31,8 @@ def sweep_workers(machine: Machine, exclude_pid: int | None = None) -> int:
     for row in rows:
         if row.pid == exclude_pid:
             continue
+        if row.kind == Process.Kind.BROWSER and owner_alive(row) and not runner.is_running(row.pid, row.pid_started):
+            continue  # a live worker's browser that died: its worker records why, and replaces it
         if runner.is_running(row.pid, row.pid_started):
             if row.kind == Process.Kind.WORKER or owner_alive(row):
                 continue

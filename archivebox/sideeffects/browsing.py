@@ -29,6 +29,7 @@ from archivebox.process.browser import BROWSER, BrowserUnavailable, Lease
 logger = logging.getLogger(__name__)
 
 ENDPOINT_KEY = "CHROME_CDP_URL"
+TARGET_FILE = "target_id.txt"
 
 
 def wants_browser(schema: Mapping[str, object], config_env: Mapping[str, str]) -> bool:
@@ -37,9 +38,12 @@ def wants_browser(schema: Mapping[str, object], config_env: Mapping[str, str]) -
 
 
 @contextlib.contextmanager
-def browser_for(schema: Mapping[str, object], env: MutableMapping[str, str], crawl_dir: Path) -> Iterator[Lease | None]:
+def browser_for(schema: Mapping[str, object], env: MutableMapping[str, str], crawl_dir: Path,
+                hook_dir: Path) -> Iterator[Lease | None]:
     """Hold a tab of the shared browser for a hook run that wants one (None otherwise, or
-    when there is no browser), putting its endpoint in ``env`` and the crawl's folder."""
+    when there is no browser), putting its endpoint in ``env`` and the crawl's folder.
+    Afterwards the tab the hook named in ``target_id.txt`` (abx-plugins' marker) is closed,
+    in case the hook died before it closed it."""
     if not wants_browser(schema, env):
         yield None
         return
@@ -52,7 +56,19 @@ def browser_for(schema: Mapping[str, object], env: MutableMapping[str, str], cra
         if lease is not None:
             env[ENDPOINT_KEY] = lease.cdp_url
             publish(crawl_dir / "chrome", lease)
+            held.callback(close_left_tab, lease, hook_dir / TARGET_FILE)
         yield lease
+
+
+def close_left_tab(lease: Lease, marker: Path) -> None:
+    try:
+        target_id = marker.read_text().strip()
+    except FileNotFoundError:
+        return
+    except OSError as err:
+        logger.warning("could not read %s: %s", marker, err)
+        return
+    BROWSER.close_tab(lease, target_id)
 
 
 def publish(folder: Path, lease: Lease) -> None:

@@ -2,11 +2,13 @@
 and the sweep of a browser whose worker is gone. Real Chromium, real Process rows."""
 
 import dataclasses
+import json
 import os
 import signal
 import subprocess
 import threading
 import time
+import urllib.request
 
 import psutil
 import pytest
@@ -14,10 +16,11 @@ from django.conf import settings
 
 from archivebox.core.models import Machine, Process
 from archivebox.process import browser as browser_mod
-from archivebox.process import runner
-from archivebox.process.browser import Browser, BrowserUnavailable, responsive
+from archivebox.process import registry, runner
+from archivebox.process.browser import BROWSER, Browser, BrowserUnavailable, responsive
 from archivebox.process.registry import register_worker
 from archivebox.process.sweep import sweep_workers
+from archivebox.sideeffects import browsing
 from browsersite import CHROME, chromium_processes, wait_gone
 from helpers import wait_until
 
@@ -165,6 +168,43 @@ def test_the_sweep_kills_the_browser_of_a_dead_worker(tmp_path):
         row.refresh_from_db()
         assert row.status == "exited" and row.reason.startswith("gone")
     finally:
+        registry._current.pop(os.getpid(), None)  # this test process is no worker
         if running.handle.poll() is None:
             os.killpg(running.pid, signal.SIGKILL)
             running.handle.wait()
+
+
+@needs_chrome
+def test_a_hook_run_gets_the_endpoint_and_its_left_tab_is_closed(tmp_path):
+    """browser_for, as the hook runner uses it: the endpoint in the hook's env and the crawl's
+    chrome/ folder (abx-plugins' files), and the tab the hook named in target_id.txt closed
+    after it (a hook killed mid-visit cannot close its own)."""
+    hook_dir = tmp_path / "snap" / "chrome"
+    hook_dir.mkdir(parents=True)
+    env = {}
+    try:
+        with browsing.browser_for({"CHROME_CDP_URL": {}}, env, tmp_path / "crawl", hook_dir) as lease:
+            http = http_url(lease)
+            opened = urllib.request.urlopen(urllib.request.Request(f"{http}/json/new?about:blank", method="PUT"))
+            target = json.load(opened)["id"]
+            (hook_dir / "target_id.txt").write_text(target)
+            assert target in tab_ids(http)
+            assert env["CHROME_CDP_URL"] == lease.cdp_url
+            published = tmp_path / "crawl" / "chrome"
+            assert (published / "cdp_url.txt").read_text() == lease.cdp_url
+            assert (published / "chrome.pid").read_text() == str(lease.pid)
+            assert json.loads((published / "browser.json").read_text())["ready"] is True
+        wait_until(lambda: target not in tab_ids(http), timeout=10, message="the left tab to close")
+        # a plugin that does not declare CHROME_CDP_URL, or whose user set it, gets none
+        with browsing.browser_for({"TITLE_ENABLED": {}}, {}, tmp_path / "crawl", hook_dir) as none:
+            assert none is None
+        with browsing.browser_for({"CHROME_CDP_URL": {}}, {"CHROME_CDP_URL": "ws://elsewhere:9222/x"}, tmp_path / "crawl",
+                                  hook_dir) as none:
+            assert none is None
+    finally:
+        BROWSER.stop()
+        BROWSER.reopen()
+
+
+def tab_ids(http):
+    return [target["id"] for target in json.load(urllib.request.urlopen(f"{http}/json/list"))]

@@ -67,7 +67,7 @@ def main():
     wanted = wanted_captures(browser.CAPTURES)
     if not wanted:
         record_and_finish({"skipped": "no browser capture enabled"}, "skipped", "no browser capture enabled")
-    for stale in (*browser.CAPTURES.values(), "navigation.json"):  # an earlier attempt's
+    for stale in (*browser.CAPTURES.values(), "navigation.json", browser.TARGET_FILE):  # an earlier attempt's
         if os.path.exists(stale):
             os.remove(stale)
     source = browser_source()
