@@ -70,7 +70,7 @@ def file_capture(plugin, output_name, validate):
         finish("skipped", "the chrome plugin is disabled (CHROME_ENABLED=false): nothing loads the page")
     visit = read_visit()
     if visit is None:
-        finish("failed", "the chrome plugin did not load the page (see its result; with PLUGINS set, include chrome)")
+        finish("failed", "the chrome plugin did not load the page (see its result)")
     if visit.get("skipped"):
         finish("skipped", visit["skipped"])
     if visit.get("error"):

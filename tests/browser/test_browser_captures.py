@@ -128,3 +128,17 @@ def test_without_chromium_every_capture_is_skipped_with_the_reason(tmp_path):
     for plugin in ("chrome", "screenshot", "pdf", "dom", "mhtml"):
         assert (results[plugin]["status"], results[plugin]["output_str"]) == ("skipped", reason), plugin
     assert collection.query("SELECT id FROM core_process WHERE kind='browser'") == []
+
+
+@needs_chrome
+def test_choosing_one_capture_plugin_brings_in_the_page_load(tmp_path):
+    site_root = tmp_path / "site"
+    [page] = mixed_pages(site_root, 1)
+    collection = Collection(tmp_path / "data", plugins="screenshot").init()
+    with SiteServer(str(site_root)) as server:
+        collection.cli("add", server.base_url + page.path, timeout=120)
+        [snapshot] = collection.list_json()
+    results = results_by_plugin(snapshot)
+    assert {p: r["status"] for p, r in results.items()} == {"chrome": "succeeded", "screenshot": "succeeded"}
+    navigation = json.loads((collection.root / snapshot["output_dir"] / "chrome" / "navigation.json").read_text())
+    assert set(navigation["captures"]) == {"screenshot"}  # only what the chosen plugins ask for
