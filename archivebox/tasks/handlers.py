@@ -378,6 +378,9 @@ def judge_attempt(result: ArchiveResult, owner, now: dt.datetime, config: Engine
     if process.exit_code == EXIT_SKIPPED:
         why = output_str or outcome.get("reason") or f"skipped (exit code {EXIT_SKIPPED})"
         return Go(ar_t.transition_archiveresult_started_to_skipped, {"output_str": why, "output_json": output_json})
+    if process.exit_code == 0 and not outcome.get("result"):
+        # It ran fine and reported nothing: ArchiveBox 0.9.73 (abx-dl) records that as noresults.
+        return Go(ar_t.transition_archiveresult_started_to_noresults, {"output_str": "", "output_json": output_json})
     if process.exit_code == 0:
         target = {"failed": ar_t.transition_archiveresult_started_to_failed,
                   "skipped": ar_t.transition_archiveresult_started_to_skipped,

@@ -43,9 +43,9 @@ def test_exit_0_takes_the_status_the_hook_reported_without_retrying(exits, mode,
     assert [p["exit_code"] for p in processes(coll, row["id"])] == [0]
 
 
-def test_exit_0_without_any_record_counts_as_success(exits):
+def test_exit_0_without_any_record_found_nothing_as_archivebox_records_it(exits):
     coll, rows = exits
-    assert (rows["norecord"]["status"], rows["norecord"]["output_str"], rows["norecord"]["attempts"]) == ("succeeded", "", 1)
+    assert (rows["norecord"]["status"], rows["norecord"]["output_str"], rows["norecord"]["attempts"]) == ("noresults", "", 1)
 
 
 @pytest.mark.parametrize("mode, why, code, kept", [
