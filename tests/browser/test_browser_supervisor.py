@@ -111,22 +111,30 @@ def test_a_hung_browser_is_killed_by_the_watchdog(browser):
 @needs_chrome
 def test_a_browser_over_its_memory_limit_is_recycled_between_pages():
     shared = Browser(config(browser_max_memory=1))  # 1 MB: always over
+    started, done = [], threading.Event()
+
+    def next_page():
+        with shared.lease() as lease:
+            started.append(lease)
+            done.wait(30)
+
+    waiter = threading.Thread(target=next_page)
     try:
         with shared.lease() as first:
             assert shared.check() == "recycle"
             assert not shared.lost(first.generation)
-            started = []
-            waiter = threading.Thread(target=lambda: started.append(shared.lease().__enter__()))
             waiter.start()
             time.sleep(0.5)
             assert started == []  # no new page while the browser waits to be recycled
-        waiter.join(timeout=30)
+        wait_until(lambda: started, timeout=30, message="the next page in a new browser")
         [second] = started
         assert second.generation != first.generation and not shared.lost(first.generation)
         old = Process.objects.get(pid=first.pid, kind="browser")
         assert old.reason == "recycled: over BROWSER_MAX_MEMORY"
     finally:
-        shared._in_use = 0
+        done.set()
+        if waiter.is_alive():
+            waiter.join(timeout=30)
         shared.stop()
 
 
