@@ -161,7 +161,9 @@ def run_attempt(result: ArchiveResult) -> None:
         return
     if how is not None:
         env = how.env
-    cmd = hook_command(hook, url=snapshot.url if snapshot else None, snapshot_id=snapshot.pk if snapshot else None,
+    # A crawl's own hooks get its first URL, as abx-dl passes a CrawlSetup hook its crawl's (chrome_wait needs it).
+    url = snapshot.url if snapshot else next(iter(crawl.seed_urls), None)
+    cmd = hook_command(hook, url=url, snapshot_id=snapshot.pk if snapshot else None,
                        crawl_id=crawl.pk, depth=snapshot.depth if snapshot else 0, prefix=how.prefix if how else None)
     daemon = is_daemon(result.hook_name)
     job = Attempt(result.pk, attempt, snapshot, crawl, pwd, None if daemon else timeout, wanted,

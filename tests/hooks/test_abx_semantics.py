@@ -59,7 +59,7 @@ def test_crawl_setup_hooks_run_once_per_crawl_in_its_folder_before_any_snapshot_
 
     prepare = json.loads((crawl / "abxsetup" / "prepare.json").read_text())
     assert prepare["cwd"] == str(crawl / "abxsetup")
-    assert prepare["argv"] == [f"--crawl-id={crawl.name}", "--depth=0"]
+    assert prepare["argv"] == [f"--url={urls[0]}", f"--crawl-id={crawl.name}", "--depth=0"]  # its first URL, as abx-dl
     env = prepare["env"]
     assert (env["CRAWL_DIR"], env["SNAP_DIR"], env["DATA_DIR"]) == (str(crawl), str(crawl), str(coll.root))
     assert env["ABX_RUNTIME"] == "archivebox"

@@ -168,7 +168,8 @@ def test_crawl_hooks_run_first_with_the_crawl_id_and_their_background_hook_lives
     assert crawl_dir.name.replace("-", "") == crawl_id.replace("-", "")
 
     setup = json.loads((crawl_dir / "h_crawl" / "setup.json").read_text())
-    assert setup["argv"][1:] == [f"--crawl-id={crawl_dir.name}", "--depth=0"]  # no --url, no --snapshot-id
+    # the crawl's first URL (as abx-dl gives CrawlSetup hooks), no --snapshot-id
+    assert setup["argv"][1:] == [f"--url={urls[0]}", f"--crawl-id={crawl_dir.name}", "--depth=0"]
     assert setup["cwd"] == str(crawl_dir / "h_crawl") and setup["crawl_dir"] == setup["snap_dir"] == str(crawl_dir)
     daemon = json.loads((crawl_dir / "h_crawl" / "daemon.json").read_text())
     assert daemon["start"] >= setup["end"]  # step 1 after step 0
