@@ -257,24 +257,31 @@ async def settle(page, visit, deadline):
         visit.info["scroll"] = {"error": str(err)[:300] or "timed out"}
 
 
-async def save_capture(name, page, cdp, visit, deadline):
-    left = deadline - time.monotonic()
-    if left <= 1:
-        visit.info["captures"][name] = {"error": "no time left in CHROME_TIMEOUT"}
-        return
+async def save_capture(name, page, cdp, visit, deadline, tries=2):
+    """Make one capture and write its file; an error is noted in the visit (the capture's
+    plugin reports it). An error that is not a timeout is tried again once: Chromium's
+    printing and screenshots fail now and then on a busy machine."""
     path = CAPTURES[name]
-    try:
-        data = await bounded(capture(name, page, cdp, env_bool("SCREENSHOT_FULL_PAGE", True)), min(STEP_TIMEOUT, left))
-    except asyncio.TimeoutError:
-        visit.info["captures"][name] = {"error": f"timed out after {min(STEP_TIMEOUT, left):.0f}s"}
+    for attempt in range(1, tries + 1):
+        left = deadline - time.monotonic()
+        if left <= 1:
+            visit.info["captures"][name] = {"error": "no time left in CHROME_TIMEOUT"}
+            return
+        try:
+            data = await bounded(capture(name, page, cdp, env_bool("SCREENSHOT_FULL_PAGE", True)), min(STEP_TIMEOUT, left))
+        except asyncio.TimeoutError:
+            visit.info["captures"][name] = {"error": f"timed out after {min(STEP_TIMEOUT, left):.0f}s"}
+            return
+        except Exception as err:
+            if is_gone(err):
+                raise
+            visit.info["captures"][name] = {"error": str(err).splitlines()[0][:300]}
+            log(f"{name} capture failed (try {attempt} of {tries}): {visit.info['captures'][name]['error']}")
+            await asyncio.sleep(0.2)
+            continue
+        write_atomic(path, data)
+        visit.info["captures"][name] = {"file": path, "bytes": os.path.getsize(path)}
         return
-    except Exception as err:
-        if is_gone(err):
-            raise
-        visit.info["captures"][name] = {"error": str(err).splitlines()[0][:300]}
-        return
-    write_atomic(path, data)
-    visit.info["captures"][name] = {"file": path, "bytes": os.path.getsize(path)}
 
 
 def is_gone(err):
