@@ -219,6 +219,17 @@ class Browser:
                     self._replace(self._instance, "recycled: over BROWSER_MAX_MEMORY", lost=False)
                 self._cond.notify_all()
 
+    def endpoint(self) -> Lease:
+        """The running browser (started if needed) without holding a tab: for background
+        hooks, such as a crawl-level service that shares the browser with the pages of the
+        whole crawl (abx-plugins' chrome launch daemon), which would hold a tab for hours.
+        Raises :class:`BrowserUnavailable` if there is none."""
+        with self._cond:
+            if self._closed:
+                raise BrowserUnavailable("the worker is stopping")
+            instance = self._ensure()
+            return Lease(instance.cdp_url, instance.running.pid, instance.generation)
+
     def lost(self, generation: int) -> bool:
         """Did the browser of ``generation`` crash or hang (rather than end normally)? Asked
         when a hook run that used it failed, which is often the first sign: a browser still

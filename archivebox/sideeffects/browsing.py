@@ -5,7 +5,9 @@ abx-plugins' chrome plugin does). Unless the user set that key to a browser of t
 its hook run holds a tab of this worker's browser (:class:`archivebox.process.browser.Lease`)
 for as long as it runs, and finds the endpoint two ways:
 
-- the ``CHROME_CDP_URL`` environment variable (authoritative: it is this machine's browser);
+- the ``CHROME_CDP_URL`` environment variable (authoritative: it is this machine's browser),
+  with ``CHROME_KEEPALIVE=true`` (abx-plugins' hooks close a browser they were given
+  otherwise: this one is the engine's);
 - abx-plugins' files in the crawl's ``chrome/`` folder: ``cdp_url.txt``, ``chrome.pid``
   and ``browser.json`` (``{"ready": true, "extensions": []}``), so that third-party hooks
   that look there share it too. Several machines may archive one crawl; the files name the
@@ -30,6 +32,7 @@ logger = logging.getLogger(__name__)
 
 ENDPOINT_KEY = "CHROME_CDP_URL"
 TARGET_FILE = "target_id.txt"
+KEEPALIVE_KEY = "CHROME_KEEPALIVE"
 
 
 def wants_browser(schema: Mapping[str, object], config_env: Mapping[str, str]) -> bool:
@@ -39,22 +42,26 @@ def wants_browser(schema: Mapping[str, object], config_env: Mapping[str, str]) -
 
 @contextlib.contextmanager
 def browser_for(schema: Mapping[str, object], env: MutableMapping[str, str], crawl_dir: Path,
-                hook_dir: Path) -> Iterator[Lease | None]:
+                hook_dir: Path, background: bool = False) -> Iterator[Lease | None]:
     """Hold a tab of the shared browser for a hook run that wants one (None otherwise, or
     when there is no browser), putting its endpoint in ``env`` and the crawl's folder.
     Afterwards the tab the hook named in ``target_id.txt`` (abx-plugins' marker) is closed,
-    in case the hook died before it closed it."""
+    in case the hook died before it closed it. A ``background`` hook (a service that lives
+    as long as its crawl) gets the endpoint without holding one of the tabs."""
     if not wants_browser(schema, env):
         yield None
         return
     with contextlib.ExitStack() as held:
         try:
-            lease = held.enter_context(BROWSER.lease())
+            lease = BROWSER.endpoint() if background else held.enter_context(BROWSER.lease())
         except BrowserUnavailable as err:
             logger.info("no shared browser for this hook: %s", err)
             lease = None
         if lease is not None:
             env[ENDPOINT_KEY] = lease.cdp_url
+            # The browser is the engine's: abx-plugins' hooks close a browser they were
+            # given (Browser.close at their cleanup) unless told to keep it alive.
+            env[KEEPALIVE_KEY] = "true"
             publish(crawl_dir / "chrome", lease)
             held.callback(close_left_tab, lease, hook_dir / TARGET_FILE)
         yield lease

@@ -171,7 +171,7 @@ def run_attempt(result: ArchiveResult) -> None:
     fast = how is None and hook.ext == "py" and settings.ENGINE.forkserver
     spawner = forkclient.spawn_held if fast else runner.gated_spawner
     # A plugin that asks for the shared browser holds one of its tabs while it runs.
-    with browser_for(cat.schema(result.plugin), env, crawl_dir(crawl.pk), pwd) as job.browser:
+    with browser_for(cat.schema(result.plugin), env, crawl_dir(crawl.pk), pwd, result.background) as job.browser:
         launch_and_watch(job, cmd, env, machine, key, label, spawner)
 
 

@@ -197,7 +197,7 @@ def test_a_hook_run_gets_the_endpoint_and_its_left_tab_is_closed(tmp_path):
             target = json.load(opened)["id"]
             (hook_dir / "target_id.txt").write_text(target)
             assert target in tab_ids(http)
-            assert env["CHROME_CDP_URL"] == lease.cdp_url
+            assert env["CHROME_CDP_URL"] == lease.cdp_url and env["CHROME_KEEPALIVE"] == "true"
             published = tmp_path / "crawl" / "chrome"
             assert (published / "cdp_url.txt").read_text() == lease.cdp_url
             assert (published / "chrome.pid").read_text() == str(lease.pid)
@@ -209,6 +209,10 @@ def test_a_hook_run_gets_the_endpoint_and_its_left_tab_is_closed(tmp_path):
         with browsing.browser_for({"CHROME_CDP_URL": {}}, {"CHROME_CDP_URL": "ws://elsewhere:9222/x"}, tmp_path / "crawl",
                                   hook_dir) as none:
             assert none is None
+        # a background hook (a crawl-long service) shares the browser without holding a tab
+        service_env = {}
+        with browsing.browser_for({"CHROME_CDP_URL": {}}, service_env, tmp_path / "crawl", hook_dir, background=True) as svc:
+            assert service_env["CHROME_CDP_URL"] == svc.cdp_url and BROWSER.in_use() == 0
     finally:
         BROWSER.stop()
         BROWSER.reopen()
