@@ -5,19 +5,25 @@ exit code 10 for "skipped"."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 from pathlib import Path
 
 import pytest
-from helpers import FIXTURE_PLUGINS
+from django.conf import settings
+from django.utils import timezone
+from helpers import FIXTURE_PLUGINS, wait_until
 
 from archivebox.config import ConfigError
 from archivebox.hooks.catalog import PluginCatalog
+from archivebox.core.models import ArchiveResult, Process
 from archivebox.hooks.config import load_meta
+from archivebox.sideeffects import hooks as hook_effects
+from archivebox.sideeffects.hooks import run_hook
 from archivebox.hooks.discovery import plugin_dirs
 
-from .util import collection, db_time, kill_quietly, pid_dead, results, snapshot_dir
+from .util import collection, db_time, kill_quietly, make_snapshot, pid_dead, results, snapshot_dir, started_result, tick_result
 
 ABX_PLUGINS = Path(__file__).resolve().parent / "plugins"
 
@@ -199,3 +205,33 @@ def test_a_config_json_with_unusable_run_keys_is_refused_in_one_line(tmp_path, t
     with pytest.raises(ConfigError) as err:
         load_meta(tmp_path / "bad")
     assert str(err.value) == f"{tmp_path / 'bad' / 'config.json'}: {message}"
+
+
+def test_a_daemons_watcher_records_its_readiness_keeps_its_deadline_ahead_and_stops_it_when_asked(use_plugins, monkeypatch):
+    """In-process, the real side effect and hook: a ``.daemon.bg`` hook has no timeout, so its
+    watcher keeps its Process row's deadline ahead (a row left at launch + 30 s would be closed
+    as lost); its first stdout line is recorded as ``ready_at``; ``stop_requested_at`` (what its
+    owner's cleanup writes) stops it with SIGTERM, and the tick judges that stop as no failure."""
+    monkeypatch.setattr(settings, "PLUGIN_DIRS", os.pathsep.join((str(FIXTURE_PLUGINS), str(ABX_PLUGINS))))
+    use_plugins("abxbg", ABXBG_READY_DELAY="0.2")
+    snapshot = make_snapshot("https://example.com/watcher")
+    result = started_result(snapshot, "abxbg", "on_Snapshot__20_abxbg_tab.daemon.bg.py")
+    run_hook.run(result.pk, 1)
+    key = f"hook:{result.pk}:1"
+    try:
+        wait_until(lambda: ArchiveResult.objects.filter(pk=result.pk, ready_at__isnull=False).exists(), timeout=20,
+                   message="its readiness to be recorded")
+        row = wait_until(lambda: Process.objects.filter(key=key, status="running").first(), timeout=5, message="its row")
+        assert row.timeout is None
+        assert row.retry_at >= timezone.now() + dt.timedelta(seconds=60)  # renewed well past launch + 30 s
+        ArchiveResult.objects.filter(pk=result.pk).update(stop_requested_at=timezone.now())
+        wait_until(lambda: Process.objects.filter(key=key, status="exited").exists(), timeout=20, message="it to be stopped")
+    finally:
+        tab = snapshot.output_dir / "abxbg" / "tab.json"
+        if tab.exists():
+            kill_quietly(json.loads(tab.read_text())["pid"])
+    hook_effects.RUNS.join(10)
+    row = Process.objects.get(key=key)
+    assert (row.reason, row.exit_code, row.result_json.get("cleanup")) == ("stopped at cleanup", -15, True)
+    judged = tick_result(ArchiveResult.objects.get(pk=result.pk))
+    assert (judged.status, judged.output_str) == ("noresults", "")
