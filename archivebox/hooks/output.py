@@ -1,7 +1,10 @@
 """Reading what a hook printed: JSONL records on stdout, streamed with bounded memory.
 
-Lines longer than ``MAX_LINE`` bytes, lines that are not JSON objects with a ``type``,
-and records of unknown types are logged and skipped; they never stop the parse. Outlinks
+A line that does not start with ``{`` is text the hook printed for people (abx-plugins'
+hooks print "download started" and the like, and abx-dl reads such lines as log output):
+counted, not parsed. Lines longer than ``MAX_LINE`` bytes, lines that start with ``{`` but
+are not JSON objects with a ``type``, and records of unknown types are logged and
+skipped; they never stop the parse. Outlinks
 are handed to a callback in batches, so a hook printing 100 MB of records costs a
 fixed amount of memory. The hook's own result is the last ``ArchiveResult`` record.
 """
@@ -42,6 +45,7 @@ class HookReport:
     tags: list[str] = field(default_factory=list)
     outlinks: int = 0
     records: int = 0
+    text: int = 0
     malformed: int = 0
     unknown: int = 0
     notes: list[str] = field(default_factory=list)
@@ -53,7 +57,7 @@ class HookReport:
     def to_json(self) -> dict:
         return {
             "result": self.result, "title": self.title, "tags": self.tags, "outlinks": self.outlinks,
-            "records": self.records, "malformed": self.malformed, "unknown": self.unknown, "notes": self.notes,
+            "records": self.records, "text": self.text, "malformed": self.malformed, "unknown": self.unknown, "notes": self.notes,
         }
 
 
@@ -98,6 +102,9 @@ def read_report(stream: BinaryIO, *, hook_dir: Path, snap_dir: Path,
             report.note(f"line {number}: longer than {MAX_LINE} bytes, skipped")
             continue
         if not line.strip():
+            continue
+        if not line.lstrip().startswith(b"{"):
+            report.text += 1  # a line for people, not a record
             continue
         record = _parse(line)
         if record is None:

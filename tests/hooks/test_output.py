@@ -76,23 +76,30 @@ def test_tag_records_are_stripped_deduplicated_and_bounded(tmp_path):
     assert report.tags[0] == "news" and len(report.tags) == output.MAX_TAGS and len(set(report.tags)) == len(report.tags)
 
 
-def test_malformed_lines_and_unknown_types_are_counted_noted_logged_and_skipped(tmp_path, engine_logs):
+def test_malformed_records_and_unknown_types_are_counted_noted_logged_and_skipped_and_text_is_text(tmp_path, engine_logs):
     report = parse(jsonl(
         b"not json", b"\xff\xfe\x00 binary", b"[1, 2]", b'"str"', b'{"no": "type"}', b'{"type": 7}', b'{"type": "Tag",',
         b"z" * (MAX_LINE + 10), b"", b"   ",
         {"type": "Frobnicate"}, {"type": "Tag", "name": "kept"},
         {"type": "ArchiveResult", "status": "succeeded", "output_str": "ok"},
     ), tmp_path, label="demo/hook")
-    assert report.malformed == 8 and report.unknown == 1 and report.records == 3
+    # Lines that do not start with "{" are text for people (abx-plugins' hooks print some), not records.
+    assert report.text == 4 and report.malformed == 4 and report.unknown == 1 and report.records == 3
     assert report.tags == ["kept"] and report.result["status"] == "succeeded"
     assert any("longer than" in n for n in report.notes) and any("unknown record type 'Frobnicate'" in n for n in report.notes)
-    assert any("line 1: not a JSON record" in n for n in report.notes)
+    assert any("line 5: not a JSON record" in n for n in report.notes) and not any("line 1:" in n for n in report.notes)
     warnings = [r.getMessage() for r in engine_logs.records if r.levelno == logging.WARNING]
-    assert "demo/hook: 8 malformed and 1 unknown stdout records skipped" in warnings
+    assert "demo/hook: 4 malformed and 1 unknown stdout records skipped" in warnings
+
+
+def test_text_lines_alone_are_no_cause_for_a_warning(tmp_path, engine_logs):
+    report = parse(jsonl(b"wget download started", {"type": "ArchiveResult", "status": "succeeded"}), tmp_path, label="demo/text")
+    assert report.text == 1 and report.malformed == 0 and report.result["status"] == "succeeded"
+    assert not [r for r in engine_logs.records if r.levelno >= logging.WARNING]
 
 
 def test_notes_are_bounded_however_much_garbage_a_hook_prints(tmp_path):
-    report = parse(io.BytesIO(b"garbage\n" * 10_000), tmp_path)
+    report = parse(io.BytesIO(b"{garbage\n" * 10_000), tmp_path)
     assert report.malformed == 10_000 and len(report.notes) == output.MAX_NOTES
     assert len(json.dumps(report.to_json())) < 20_000
 
@@ -231,10 +238,10 @@ def test_end_to_end_garbage_on_stdout_is_skipped_and_the_valid_records_still_app
     assert snapshot["tags"] == ["kept"]
     [row] = hook_rows(coll)
     report = json.loads(row["result_json"])
-    # 10 bad lines: text, binary, a list, a string, no type, a non-string type, truncated, python repr, a 2 MB line,
-    # and the unterminated (and truncated) last line
-    assert report["malformed"] == 10 and report["unknown"] == 1 and report["records"] == 3
-    assert "h_garbage/on_Snapshot__10_garbage.py: 10 malformed and 1 unknown stdout records skipped" in run.stderr
+    # 4 lines of text (text, binary, a list, a string: none starts with "{") and 6 bad records: no type, a
+    # non-string type, truncated, python repr, a 2 MB line, and the unterminated (and truncated) last line
+    assert report["text"] == 4 and report["malformed"] == 6 and report["unknown"] == 1 and report["records"] == 3
+    assert "h_garbage/on_Snapshot__10_garbage.py: 6 malformed and 1 unknown stdout records skipped" in run.stderr
 
 
 @pytest.mark.parametrize("mode, refused", [("inside", False), ("sibling", False), ("dotdot", True), ("absolute", True), ("files", True)])
