@@ -195,8 +195,34 @@ class Runtime:
         return self.python.parent
 
 
-def runtime_packages(config: EngineConfig) -> tuple[str, ...]:
-    return (*RUNTIME_PACKAGES, ABX_PLUGINS_PACKAGE) if config.abx_plugins else RUNTIME_PACKAGES
+def runtime_packages(config: EngineConfig, plugin_dirs: str | None = None) -> tuple[str, ...]:
+    """What the hooks' runtime installs: abxpkg; abx-plugins with ABX_PLUGINS; and the
+    dependencies of an abx-plugins release whose plugins folder is among the plugin dirs."""
+    packages = (*RUNTIME_PACKAGES, ABX_PLUGINS_PACKAGE) if config.abx_plugins else RUNTIME_PACKAGES
+    dirs = settings.PLUGIN_DIRS if plugin_dirs is None else plugin_dirs
+    extra = sorted({req for folder in filter(None, dirs.split(os.pathsep)) for req in release_requirements(Path(folder))})
+    return (*packages, *extra)
+
+
+REQUIRES_DIST = re.compile(r"^Requires-Dist:\s*([^;\s][^;]*?)\s*$")
+
+
+def release_requirements(plugins_dir: Path) -> list[str]:
+    """The requirements of the abx-plugins release a plugins folder belongs to (its hooks
+    import them: abxbus, ...), read from the wheel's ``METADATA`` beside the package, without
+    extras and without abxpkg, which the runtime pins itself. None for any other folder."""
+    package = plugins_dir.parent
+    if plugins_dir.name != "plugins" or package.name != "abx_plugins":
+        return []
+    found = sorted(package.parent.glob("abx_plugins-*.dist-info/METADATA"))
+    if not found:
+        return []
+    requirements = []
+    for line in found[-1].read_text(errors="replace").splitlines():
+        match = REQUIRES_DIST.match(line)
+        if match and not match[1].lower().startswith("abxpkg"):
+            requirements.append(match[1].replace(" ", ""))
+    return requirements
 
 
 # What package managers read from the environment: proxies, certificate authorities and
