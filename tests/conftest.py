@@ -21,6 +21,7 @@ TESTS_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS_DIR))
 
 SESSION_DATA_DIR = Path(tempfile.mkdtemp(prefix="abx-session-"))
+atexit.register(shutil.rmtree, SESSION_DATA_DIR, ignore_errors=True)  # ~1 MB per run, left behind before
 os.environ["DATA_DIR"] = str(SESSION_DATA_DIR)
 os.environ["PLUGIN_DIRS"] = str(TESTS_DIR / "fixtures" / "plugins")
 os.environ.setdefault("PLUGINS", "noop")
