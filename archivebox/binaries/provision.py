@@ -18,6 +18,7 @@ way, as the Binary row ``python`` (:func:`ensure_runtime`).
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import hashlib
 import json
 import logging
@@ -54,6 +55,8 @@ LEASE_MARGIN = 60.0
 RUNTIME_REQUIRES = ">=3.12"
 RUNTIME_PACKAGES = ("abxpkg>=1.13.71,<1.14",)
 ABX_PLUGINS_PACKAGE = "abx-plugins>=1.13.572,<1.14"
+# Written in the runtime's virtualenv after its packages installed: what it has.
+PACKAGES_MARKER = "archivebox-packages.txt"
 
 
 class Unavailable(RuntimeError):
@@ -252,21 +255,39 @@ def ensure_runtime(machine: Machine, config: EngineConfig, requires: str = RUNTI
                   overrides={"venv": {"base": str(base), "install_args": list(packages)}})
 
     def install(row: Binary) -> Installed:
+        venv.parent.mkdir(parents=True, exist_ok=True)
+        # Collections on this machine share the lib dir but not their Binary rows: a file
+        # lock (the kernel drops it with its holder) keeps their runtime installs apart.
+        with open(venv.parent / f"{venv.name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            return install_locked()
+
+    def install_locked() -> Installed:
         env = base_env(lib_dir)
         timeout = config.binary_install_timeout
         if not (venv / "bin" / "python").exists():
             code, _, reason = run_installer([str(base), "-m", "venv", str(venv)], "install python venv", env, timeout, machine)
             if code != 0:
                 raise Unavailable(f"could not create a virtualenv with {base}: {reason}")
-        code, _, reason = run_installer([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *packages],
-                                        f"install {' '.join(packages)}", env, timeout, machine)
-        if code != 0:
-            raise Unavailable(f"pip install {' '.join(packages)} failed: {reason}")
+        marker = venv / PACKAGES_MARKER
+        if _read_text(marker) != "\n".join(packages):  # already there (another collection on this machine): load it
+            code, _, reason = run_installer([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *packages],
+                                            f"install {' '.join(packages)}", env, timeout, machine)
+            if code != 0:
+                raise Unavailable(f"pip install {' '.join(packages)} failed: {reason}")
+            marker.write_text("\n".join(packages))
         link_abx_plugins(venv, config.abx_plugins_dir)
         return Installed(str(venv / "bin" / "python"), str(version), "", "venv", {"PATH": str(venv / "bin")})
 
     row = provide(row, install, config, force=force)
     return Runtime(Path(row.abspath), row.version, lib_dir)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
 
 
 def prepare_abx_plugins(machine: Machine, config: EngineConfig) -> Runtime | None:

