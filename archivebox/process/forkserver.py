@@ -40,6 +40,7 @@ another program took ~2.7 ms longer to run a trivial shell hook than a new proce
 
 from __future__ import annotations
 
+import ast
 import errno
 import json
 import os
@@ -63,7 +64,9 @@ PRELOAD = (
 # a program's tree. Every preloaded module is resident in every forked hook (urllib.request
 # with http.client and email: about 1.8 MB), but a hook that needs it would otherwise import
 # it itself, paying the same memory plus 10-20 ms of CPU. Libraries that only some hooks
-# use (readability: lxml) are not preloaded; name them in FORKSERVER_PRELOAD to preload them.
+# use (readability: lxml; the browser hook: asyncio and its CDP client) are not preloaded
+# up front: a script names them in its own FORKSERVER_PRELOAD (see ScriptCache), or the
+# FORKSERVER_PRELOAD setting names them for every fork server.
 PRELOAD += ("urllib.request", "http.client", "psutil", "archivebox.pluginkit")
 
 
@@ -79,10 +82,17 @@ def preload() -> None:
 
 class ScriptCache:
     """Compiled hook scripts, keyed by path and checked against the file's identity on
-    every use, so an edited script is read again."""
+    every use, so an edited script is read again.
+
+    A script may name modules for the server to keep imported, in a top-level assignment
+    of string literals: ``FORKSERVER_PRELOAD = ("archivebox.pluginkit.browser",)``. They are
+    imported into the server the first time the script is asked for (that run waits for
+    them), so every later run of it, and of any other script, starts with them: libraries
+    only some hooks need cost nothing until one of those hooks runs."""
 
     def __init__(self):
         self._codes: dict[str, tuple[tuple, types.CodeType]] = {}
+        self.preloaded: set[str] = set()
 
     def get(self, path: str) -> types.CodeType | None:
         """The script's code, or None (not an absolute path, unreadable, or not valid
@@ -96,11 +106,32 @@ class ScriptCache:
             if cached is not None and cached[0] == identity:
                 return cached[1]
             with open(path, "rb") as script:
-                code = compile(script.read(), path, "exec", dont_inherit=True)
+                tree = ast.parse(script.read(), path)
+            code = compile(tree, path, "exec", dont_inherit=True)
         except (OSError, SyntaxError, ValueError):
             return None
         self._codes[path] = (identity, code)
+        self.preload(wanted_modules(tree))
         return code
+
+    def preload(self, names: list[str]) -> None:
+        for name in names:
+            if name in self.preloaded:
+                continue
+            self.preloaded.add(name)
+            try:
+                __import__(name)
+            except Exception as err:  # the script's own import reports it, in its own log
+                sys.stderr.write(f"forkserver: cannot preload {name}: {type(err).__name__}: {err}\n")
+
+
+def wanted_modules(tree: ast.Module) -> list[str]:
+    """The module names of a script's top-level ``FORKSERVER_PRELOAD = (...)``."""
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "FORKSERVER_PRELOAD" for t in node.targets)
+                and isinstance(node.value, (ast.Tuple, ast.List))):
+            return [item.value for item in node.value.elts if isinstance(item, ast.Constant) and isinstance(item.value, str)]
+    return []
 
 
 def run_script(path: str, code: types.CodeType | None) -> None:

@@ -164,3 +164,19 @@ def test_a_held_child_runs_the_script_its_details_name(tmp_path):
     finally:
         client.stop()
 
+
+
+def test_a_script_names_modules_the_server_keeps_imported(fork, tmp_path):
+    """``FORKSERVER_PRELOAD = (...)`` at a script's top level: the server imports those
+    modules the first time it is asked for the script, before forking it, so that run and
+    every later run of any script start with them; a name that cannot be imported is
+    left to the script."""
+    probe = "import sys\nprint(sorted(m for m in ('colorsys', 'wave') if m in sys.modules))\n"
+    plain = write(tmp_path / "plain.py", probe)
+    assert fork(plain)[1] == "[]\n"  # neither is imported by the server up front
+    wanting = write(tmp_path / "wanting.py", "FORKSERVER_PRELOAD = ('colorsys', 'no_such_module_here')\n" + probe)
+    assert fork(wanting)[:2] == (0, "['colorsys']\n")
+    assert fork(plain)[1] == "['colorsys']\n"
+    # only a top-level assignment of string literals counts
+    elsewhere = write(tmp_path / "elsewhere.py", "def f():\n    FORKSERVER_PRELOAD = ('wave',)\n" + probe)
+    assert fork(elsewhere)[1] == "['colorsys']\n"
