@@ -1,16 +1,30 @@
 """One page load in a tab of a Chromium reached over CDP, and the captures made from it.
 
-Used by the ``chrome`` plugin's hook (and any plugin that wants the same): :func:`visit_page`
-connects with Playwright to ``CHROME_CDP_URL`` (or launches a binary), opens a tab in a
-fresh browser context, loads the page, lets it settle, scrolls it, and writes each asked-for
-capture (:data:`CAPTURES`) into the current folder; :class:`Visit` is what it saw.
-Imported only by the hooks that drive a browser (asyncio and Playwright are heavy).
+Used by the ``chrome`` plugin's hook (and any plugin that wants the same): :func:`visit`
+connects to ``CHROME_CDP_URL`` (or launches a binary), opens a tab in a browser context of
+its own, loads the page, lets it settle, scrolls it, and writes each asked-for capture
+(:data:`CAPTURES`) into the current folder; :class:`Visit` is what it saw.
+
+The DevTools protocol is spoken through cdp-use (the maintained, typed CDP client of the
+browser-use project: one websocket, replies matched to requests, event callbacks). It
+runs in this Python process: a hook pays no driver start (Playwright's Node driver cost
+about 0.65 CPU-seconds per page here), and the fork server can preload it.
+Imported only by the hooks that drive a browser (a hook names it in its
+``FORKSERVER_PRELOAD``: the fork server keeps it imported once such a hook has run).
 """
 
 import asyncio
+import base64
 import http.cookiejar
+import json
 import os
 import time
+
+from cdp_use.client import CDPClient
+from cdp_use.cdp.library import CDPLibrary  # noqa: F401 - imported by CDPClient(): here, so a fork server preloads it
+from cdp_use.cdp.registration_library import CDPRegistrationLibrary  # noqa: F401 - the same
+from cdp_use.cdp.registry import EventRegistry  # noqa: F401 - the same
+from websockets.exceptions import WebSocketException
 
 from .env import env_bool, env_float, env_int, env_str
 from .files import write_atomic
@@ -27,7 +41,9 @@ CAPTURES = {
 TARGET_FILE = "target_id.txt"
 STEP_TIMEOUT = 20.0  # seconds for one capture
 PROBE_TIMEOUT = 2.0  # seconds a page's main thread may take to answer before it counts as stuck
+START_TIMEOUT = 20.0  # seconds to connect, or for a launched Chromium to open its DevTools port
 MAX_CONSOLE = 500
+MAX_MESSAGE = 512 * 1024 * 1024  # the largest CDP message read (a full-page screenshot of a long page)
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--disable-breakpad", "--hide-scrollbars", "--mute-audio", "--disable-dev-shm-usage"]
@@ -68,9 +84,14 @@ SCROLL_JS = """async (limitMs) => {
 }"""
 
 
+
 def window_size():
     width, height = (int(v) for v in env_str("CHROME_RESOLUTION", "1440,2000").split(",", 1))
     return {"width": max(100, min(width, 10000)), "height": max(100, min(height, 20000))}
+
+
+class CDPError(Exception):
+    """The browser answered a command with an error."""
 
 
 class Visit:
@@ -82,49 +103,204 @@ class Visit:
                      "dialogs": [], "popups": [], "scripts_stopped": False, "scroll": None, "captures": {}}
         self.main_response = None
 
-    def watch(self, page):
-        page.on("console", self._console)
-        page.on("pageerror", lambda err: self._append("page_errors", str(err)[:1000]))
-        page.on("dialog", self._dialog)
-        page.on("response", self._response)
-        page.on("popup", self._popup)
-
-    def _append(self, key, item):
+    def append(self, key, item):
         if len(self.info[key]) < MAX_CONSOLE:
             self.info[key].append(item)
 
-    def _console(self, message):
-        self._append("console", {"type": message.type, "text": message.text[:2000]})
-
-    def _dialog(self, dialog):
-        self._append("dialogs", {"type": dialog.type, "message": dialog.message[:1000]})
-        asyncio.ensure_future(dialog.dismiss())
-
-    def _popup(self, popup):
-        self._append("popups", popup.url)
-        asyncio.ensure_future(popup.close())
-
-    def _response(self, response):
-        request = response.request
-        if request.is_navigation_request() and response.frame.parent_frame is None:
-            self.main_response = response
-
-    async def record_response(self):
+    def record_response(self):
         response = self.main_response
         if response is None:
             return
-        hops, request = [], response.request.redirected_from
-        while request is not None:
-            previous = await request.response()
-            hops.append({"url": request.url, "status": previous.status if previous else None})
-            request = request.redirected_from
-        self.info.update(final_url=response.url, status=response.status, status_text=response.status_text,
-                         headers=await response.all_headers(), redirects=list(reversed(hops)))
+        self.info.update(final_url=response["url"], status=response["status"],
+                         status_text=response.get("statusText") or "",
+                         headers={name.lower(): value for name, value in (response.get("headers") or {}).items()})
+
+
+def console_text(args):
+    """A console message's text, as DevTools prints it: its arguments joined by spaces."""
+    parts = []
+    for arg in args:
+        if "value" in arg:
+            value = arg["value"]
+            parts.append(value if isinstance(value, str) else json.dumps(value))
+        else:
+            parts.append(arg.get("description") or arg.get("unserializableValue") or arg.get("type", ""))
+    return " ".join(parts)
+
+
+class Tab:
+    """One tab, in a browser context of its own (no cookies shared between snapshots, and
+    a window of its own: tabs behind another in one window are not painted), driven over
+    a CDP session of the client's connection. Records what the page does in ``visit``."""
+
+    def __init__(self, client, visit):
+        self.client = client
+        self.visit = visit
+        self.context_id = self.target_id = self.session_id = None
+        self.loaded = None  # a future, set by the main frame's load event
+        self.crashed = None  # a future, set if the tab's renderer dies
+
+    async def open(self, size, user_agent, ignore_https_errors, cookies):
+        send = self.client.send
+        self.context_id = (await bounded(send.Target.createBrowserContext(
+            params={"disposeOnDetach": True}), START_TIMEOUT))["browserContextId"]
+        self.target_id = (await bounded(send.Target.createTarget(
+            params={"url": "about:blank", "browserContextId": self.context_id}), START_TIMEOUT))["targetId"]
+        self.session_id = (await bounded(send.Target.attachToTarget(
+            params={"targetId": self.target_id, "flatten": True}), START_TIMEOUT))["sessionId"]
+        self.crashed = asyncio.get_running_loop().create_future()
+        self.crashed.add_done_callback(lambda crash: crash.exception())  # read by send(), or by nobody
+        self.watch()
+        setup = [self.send(domain + ".enable") for domain in ("Page", "Runtime", "Network")]
+        setup.append(self.send("Emulation.setDeviceMetricsOverride",
+                               {**size, "deviceScaleFactor": 1, "mobile": False}))
+        if user_agent:
+            setup.append(self.send("Emulation.setUserAgentOverride", {"userAgent": user_agent}))
+        if ignore_https_errors:
+            setup.append(self.send("Security.setIgnoreCertificateErrors", {"ignore": True}))
+        if cookies:
+            setup.append(self.send("Network.setCookies", {"cookies": cookies}))
+        await asyncio.gather(*setup)
+
+    def watch(self):
+        """Route the events of this tab's session to the visit (cdp-use calls one callback
+        per event name; this process has one tab)."""
+        register = self.client.register
+        register.Page.loadEventFired(self._for_tab(self._loaded))
+        register.Page.javascriptDialogOpening(self._for_tab(self._dialog))
+        register.Page.windowOpen(self._for_tab(self._popup))
+        register.Runtime.consoleAPICalled(self._for_tab(self._console))
+        register.Runtime.exceptionThrown(self._for_tab(self._page_error))
+        register.Network.requestWillBeSent(self._for_tab(self._request))
+        register.Network.responseReceived(self._for_tab(self._response))
+        register.Inspector.targetCrashed(self._for_tab(self._crashed))
+
+    def _for_tab(self, handler):
+        def callback(event, session_id):
+            if session_id == self.session_id:
+                handler(event)
+        return callback
+
+    def _loaded(self, event):
+        if self.loaded is not None and not self.loaded.done():
+            self.loaded.set_result(event.get("timestamp"))
+
+    def _crashed(self, event):
+        if not self.crashed.done():
+            self.crashed.set_exception(CDPError("the page's renderer crashed (target closed)"))
+
+    def _dialog(self, event):
+        self.visit.append("dialogs", {"type": event["type"], "message": event["message"][:1000]})
+        asyncio.ensure_future(self.send("Page.handleJavaScriptDialog", {"accept": False}))
+
+    def _popup(self, event):
+        """A window the page opened or tried to: Chromium's popup blocker stops those not
+        opened by a user's gesture (all of them, in a page nobody clicks); any that opens
+        belongs to this tab's browser context and closes with it."""
+        self.visit.append("popups", {"url": event["url"], "blocked": not event.get("userGesture")})
+
+    def _console(self, event):
+        self.visit.append("console", {"type": event["type"], "text": console_text(event.get("args", []))[:2000]})
+
+    def _page_error(self, event):
+        details = event.get("exceptionDetails", {})
+        text = (details.get("exception") or {}).get("description") or details.get("text") or ""
+        self.visit.append("page_errors", text[:1000])
+
+    def _is_main_document(self, event):
+        return event.get("type") == "Document" and event.get("frameId") == self.target_id  # the main frame's id is its target's
+
+    def _request(self, event):
+        redirect = event.get("redirectResponse")
+        if redirect and self._is_main_document(event):
+            self.visit.info["redirects"].append({"url": redirect["url"], "status": redirect["status"]})
+
+    def _response(self, event):
+        if self._is_main_document(event):
+            self.visit.main_response = event["response"]
+
+    async def send(self, method, params=None, timeout=STEP_TIMEOUT):
+        """Send a command to the tab; its reply, or :class:`CDPError` (the browser's error),
+        ``asyncio.TimeoutError`` (no reply in time) or ``ConnectionError`` (the browser went away)."""
+        request = asyncio.ensure_future(self.client.send_raw(method, params, self.session_id))
+        done, _ = await asyncio.wait({request, self.crashed}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        if not done:
+            request.cancel()
+            raise asyncio.TimeoutError(method)
+        if self.crashed in done:
+            request.cancel()
+            self.crashed.result()
+        try:
+            return request.result()
+        except RuntimeError as err:
+            error = err.args[0] if err.args and isinstance(err.args[0], dict) else {"message": str(err)}
+            raise CDPError(f"{method}: {error.get('message', '')} {error.get('data', '')}".strip()) from None
+
+    async def navigate(self, url, timeout):
+        """Load ``url``; True once the page's load event fired, False if it had not after
+        ``timeout`` seconds. A page that could not be loaded at all raises :class:`CDPError`
+        naming Chromium's ``net::ERR_*`` code."""
+        self.loaded = asyncio.get_running_loop().create_future()
+        started = time.monotonic()
+        reply = await self.send("Page.navigate", {"url": url}, timeout=timeout)
+        if reply.get("errorText"):
+            raise CDPError(f"page load failed: {reply['errorText']}")
+        left = max(0.1, timeout - (time.monotonic() - started))
+        done, _ = await asyncio.wait({self.loaded, self.crashed}, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+        if self.crashed in done:
+            self.crashed.result()
+        return self.loaded in done
+
+    async def evaluate(self, expression, timeout=STEP_TIMEOUT):
+        """The value of a script run in the page (a promise is awaited)."""
+        reply = await self.send("Runtime.evaluate", {"expression": expression, "awaitPromise": True,
+                                                     "returnByValue": True}, timeout=timeout)
+        if "exceptionDetails" in reply:
+            details = reply["exceptionDetails"]
+            raise CDPError((details.get("exception") or {}).get("description") or details.get("text") or "script error")
+        return reply["result"].get("value")
+
+    async def call(self, function, *args, timeout=STEP_TIMEOUT):
+        """The value of a script function called with ``args`` (JSON values)."""
+        return await self.evaluate(f"({function})(...{json.dumps(list(args))})", timeout)
+
+    async def title(self):
+        return await self.evaluate("document.title", PROBE_TIMEOUT * 2)
+
+    async def content(self):
+        """The document as it is now (after scripts), serialised with its doctype."""
+        root = (await self.send("DOM.getDocument", {"depth": 0}))["root"]
+        return (await self.send("DOM.getOuterHTML", {"nodeId": root["nodeId"]}))["outerHTML"]
+
+    async def mhtml(self):
+        return (await self.send("Page.captureSnapshot", {"format": "mhtml"}))["data"]
+
+    async def screenshot(self, full_page):
+        params = {"format": "png"}
+        if full_page:
+            size = (await self.send("Page.getLayoutMetrics"))["cssContentSize"]
+            params.update(captureBeyondViewport=True,
+                          clip={"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1})
+        return base64.b64decode((await self.send("Page.captureScreenshot", params))["data"])
+
+    async def pdf(self):
+        return base64.b64decode((await self.send("Page.printToPDF", {"printBackground": True}))["data"])
+
+    async def stop_scripts(self):
+        """Stop a script that never yields and keep further scripts from running. (The
+        disabling is answered by the page's main thread, so only once the script stopped.)"""
+        disable = asyncio.ensure_future(self.send("Emulation.setScriptExecutionDisabled", {"value": True}, PROBE_TIMEOUT * 2))
+        await self.send("Runtime.terminateExecution", timeout=PROBE_TIMEOUT)
+        await disable
+
+    async def close(self):
+        if self.context_id:
+            await self.client.send.Target.disposeBrowserContext(params={"browserContextId": self.context_id})
 
 
 def load_cookies(path):
-    """The cookies of a Netscape cookies.txt (a persona's ``COOKIES_FILE``) as Playwright
-    wants them; none when there is no such file."""
+    """The cookies of a Netscape cookies.txt (a persona's ``COOKIES_FILE``) as CDP's
+    ``Network.setCookies`` wants them; none when there is no such file."""
     if not path or not os.path.isfile(path):
         return []
     jar = http.cookiejar.MozillaCookieJar(path)
@@ -141,101 +317,149 @@ async def bounded(awaitable, seconds=STEP_TIMEOUT):
     return await asyncio.wait_for(awaitable, seconds)
 
 
-async def responsive(page):
+async def responsive(tab):
     try:
-        await bounded(page.evaluate("1"), PROBE_TIMEOUT)
+        await tab.evaluate("1", PROBE_TIMEOUT)
         return True
     except asyncio.TimeoutError:
         return False
 
 
-async def unstick(page, cdp, visit):
+async def unstick(tab, visit):
     """Stop a script that never yields, and keep further scripts from running."""
-    if await responsive(page):
+    if await responsive(tab):
         return
     log("the page's script does not yield: stopping it and disabling scripts")
     visit.info["scripts_stopped"] = True
-    await bounded(cdp.send("Emulation.setScriptExecutionDisabled", {"value": True}), PROBE_TIMEOUT)
-    await bounded(cdp.send("Runtime.terminateExecution"), PROBE_TIMEOUT)
+    await tab.stop_scripts()
 
 
-async def capture(name, page, cdp, full_page):
+async def capture(name, tab, full_page):
     """The bytes (or text) of one capture."""
     if name == "title":
-        return (await page.title()).strip() + "\n"
+        return (await tab.title()).strip() + "\n"
     if name == "dom":
-        return await page.content()
+        return await tab.content()
     if name == "mhtml":
-        return (await cdp.send("Page.captureSnapshot", {"format": "mhtml"}))["data"]
+        return await tab.mhtml()
     if name == "screenshot":
-        return await page.screenshot(full_page=full_page, type="png", timeout=STEP_TIMEOUT * 1000)
+        return await tab.screenshot(full_page)
     if name == "pdf":
-        return await page.pdf(print_background=True)
+        return await tab.pdf()
     raise ValueError(name)
 
 
-async def load(page, cdp, visit, url, pageload_timeout):
-    from playwright.async_api import TimeoutError as LoadTimeout
-
+async def load(tab, visit, url, pageload_timeout):
     started = time.monotonic()
-    try:
-        await page.goto(url, wait_until="load", timeout=pageload_timeout * 1000)
+    if await tab.navigate(url, pageload_timeout):
         visit.info["loaded"] = "load"
-    except LoadTimeout:
+    else:
         visit.info["loaded"] = "timeout"
         log(f"the page did not finish loading within {pageload_timeout}s: capturing it as it is")
-        await unstick(page, cdp, visit)
+        await unstick(tab, visit)
     visit.info["load_ms"] = round((time.monotonic() - started) * 1000)
-    await visit.record_response()
+    visit.record_response()
+
+
+class Launched:
+    """A Chromium this hook started itself (no ``CHROME_CDP_URL``): a fresh profile in the
+    temp folder, DevTools on a free local port. It stays in the hook's process group, so
+    it ends with the hook even when the hook is killed."""
+
+    def __init__(self, binary):
+        import subprocess
+        import tempfile
+
+        self.profile = tempfile.mkdtemp(prefix="chrome-profile-")
+        self.log = os.path.join(self.profile, "chromium.log")
+        with open(self.log, "wb") as log_file:
+            self.proc = subprocess.Popen([binary, *FLAGS, f"--user-data-dir={self.profile}", "--remote-debugging-port=0",
+                                          "--remote-debugging-address=127.0.0.1", "about:blank"],
+                                         stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file)
+
+    async def endpoint(self):
+        """The browser's DevTools websocket, once it has written it (``DevToolsActivePort``)."""
+        port_file = os.path.join(self.profile, "DevToolsActivePort")
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                with open(self.log, "rb") as log_file:
+                    err = log_file.read().decode(errors="replace").strip().splitlines()
+                raise CDPError(f"chromium exited at start (exit code {self.proc.returncode}): {err[-1] if err else ''}")
+            try:
+                with open(port_file) as f:
+                    port, path = f.read().split()[:2]
+                return f"ws://127.0.0.1:{port}{path}"
+            except (OSError, ValueError):
+                await asyncio.sleep(0.05)
+        raise asyncio.TimeoutError("chromium did not open its DevTools port")
+
+    def stop(self):
+        import shutil
+        import psutil
+
+        try:
+            members = [psutil.Process(self.proc.pid), *psutil.Process(self.proc.pid).children(recursive=True)]
+        except psutil.Error:
+            members = []
+        for member in members:
+            try:
+                member.terminate()
+            except psutil.Error:
+                continue
+        _, alive = psutil.wait_procs(members, timeout=PROBE_TIMEOUT)
+        for member in alive:
+            try:
+                member.kill()
+            except psutil.Error:
+                continue
+        self.proc.wait()
+        shutil.rmtree(self.profile, ignore_errors=True)
 
 
 async def visit_page(url, wanted, browser_source, deadline):
-    from playwright.async_api import async_playwright
-
     visit = Visit(url)
     check_ssl = env_bool("CHROME_CHECK_SSL_VALIDITY", True, fallbacks=("CHECK_SSL_VALIDITY",))
     user_agent = env_str("CHROME_USER_AGENT", "", fallbacks=("USER_AGENT",)) or None
-    async with async_playwright() as pw:
-        kind, where = browser_source
-        if kind == "cdp":
-            browser = await pw.chromium.connect_over_cdp(where, timeout=20_000)
-        else:
-            browser = await pw.chromium.launch(executable_path=where, args=FLAGS, timeout=20_000)
+    kind, where = browser_source
+    launched = Launched(where) if kind == "launch" else None
+    try:
+        endpoint = await launched.endpoint() if launched else await websocket_url(where)
+        client = CDPClient(endpoint, max_ws_frame_size=MAX_MESSAGE)
+        await bounded(client.start(), START_TIMEOUT)
         try:
-            # A browser context of its own per page: no cookies shared between snapshots, and
-            # a window of its own (tabs behind another in one window are not painted). It costs
-            # Chromium about half a CPU-second of its own per page, measured here.
-            context = await browser.new_context(viewport=window_size(), user_agent=user_agent,
-                                                ignore_https_errors=not check_ssl, accept_downloads=False)
-            cookies = load_cookies(env_str("COOKIES_FILE", ""))
-            if cookies:
-                await context.add_cookies(cookies)
-            page = await context.new_page()
-            cdp = await context.new_cdp_session(page)
-            await note_target(cdp)
-            visit.watch(page)
-            await load(page, cdp, visit, url, env_int("CHROME_PAGELOAD_TIMEOUT", 30, fallbacks=()))
+            tab = Tab(client, visit)
+            await tab.open(window_size(), user_agent, not check_ssl, load_cookies(env_str("COOKIES_FILE", "")))
+            write_atomic(TARGET_FILE, tab.target_id)  # if this hook dies before it closes its tab, the engine does
+            await load(tab, visit, url, env_int("CHROME_PAGELOAD_TIMEOUT", 30, fallbacks=()))
             status = visit.info["status"]
-            if status is not None and status >= 400:
-                await bounded(context.close(), PROBE_TIMEOUT * 2)
-                return visit
-            await settle(page, visit, deadline)
-            for name in wanted:
-                await save_capture(name, page, cdp, visit, deadline)
-            await bounded(context.close(), PROBE_TIMEOUT * 2)
+            if status is None or status < 400:
+                await settle(tab, visit, deadline)
+                for name in wanted:
+                    await save_capture(name, tab, visit, deadline)
+            await bounded(tab.close(), PROBE_TIMEOUT * 2)
         finally:
-            await bounded(browser.close(), PROBE_TIMEOUT * 2)
+            await bounded(client.stop(), PROBE_TIMEOUT * 2)
+    finally:
+        if launched:
+            launched.stop()
     return visit
 
 
-async def note_target(cdp):
-    """Write the tab's target id to ``target_id.txt`` (as abx-plugins' chrome hooks do): if
-    this hook dies before it closes its tab, the engine closes it."""
-    info = await bounded(cdp.send("Target.getTargetInfo"), PROBE_TIMEOUT * 2)
-    write_atomic(TARGET_FILE, info["targetInfo"]["targetId"])
+async def websocket_url(cdp_url):
+    """The browser's DevTools websocket for ``CHROME_CDP_URL``: a ``ws://`` address as it
+    is, an ``http://`` one asked for it (``/json/version``)."""
+    if cdp_url.startswith(("ws://", "wss://")):
+        return cdp_url
+    import urllib.request
+
+    def ask():
+        with urllib.request.urlopen(cdp_url.rstrip("/") + "/json/version", timeout=START_TIMEOUT) as response:
+            return json.load(response)["webSocketDebuggerUrl"]
+    return await asyncio.get_running_loop().run_in_executor(None, ask)
 
 
-async def settle(page, visit, deadline):
+async def settle(tab, visit, deadline):
     """Let scripts run: CHROME_DELAY_AFTER_LOAD, then until the DOM has been still for
     QUIET_MS (at most QUIET_LIMIT); then scroll to the bottom and back."""
     delay = min(env_float("CHROME_DELAY_AFTER_LOAD", 0.0), max(0.0, deadline - time.monotonic() - 5))
@@ -245,19 +469,19 @@ async def settle(page, visit, deadline):
         return
     limit = min(QUIET_LIMIT, max(0.0, deadline - time.monotonic() - 5))
     try:
-        visit.info["settled_ms"] = await bounded(page.evaluate(QUIET_JS, [QUIET_MS, int(limit * 1000)]), limit + PROBE_TIMEOUT)
-    except (asyncio.TimeoutError, Exception) as err:  # a page that will not settle is still captured
+        visit.info["settled_ms"] = await tab.call(QUIET_JS, [QUIET_MS, int(limit * 1000)], timeout=limit + PROBE_TIMEOUT)
+    except (asyncio.TimeoutError, CDPError) as err:  # a page that will not settle is still captured
         visit.info["settled_ms"] = {"error": str(err)[:300] or "timed out"}
     if not env_bool("CHROME_SCROLL_TO_BOTTOM", True):
         return
     limit = min(env_float("CHROME_SCROLL_TIMEOUT", 5.0), max(0.0, deadline - time.monotonic() - 5))
     try:
-        visit.info["scroll"] = await bounded(page.evaluate(SCROLL_JS, int(limit * 1000)), limit + PROBE_TIMEOUT)
-    except (asyncio.TimeoutError, Exception) as err:  # a page that broke scrolling is still captured
+        visit.info["scroll"] = await tab.call(SCROLL_JS, int(limit * 1000), timeout=limit + PROBE_TIMEOUT)
+    except (asyncio.TimeoutError, CDPError) as err:  # a page that broke scrolling is still captured
         visit.info["scroll"] = {"error": str(err)[:300] or "timed out"}
 
 
-async def save_capture(name, page, cdp, visit, deadline, tries=2):
+async def save_capture(name, tab, visit, deadline, tries=2):
     """Make one capture and write its file; an error is noted in the visit (the capture's
     plugin reports it). An error that is not a timeout is tried again once: Chromium's
     printing and screenshots fail now and then on a busy machine."""
@@ -268,13 +492,11 @@ async def save_capture(name, page, cdp, visit, deadline, tries=2):
             visit.info["captures"][name] = {"error": "no time left in CHROME_TIMEOUT"}
             return
         try:
-            data = await bounded(capture(name, page, cdp, env_bool("SCREENSHOT_FULL_PAGE", True)), min(STEP_TIMEOUT, left))
+            data = await bounded(capture(name, tab, env_bool("SCREENSHOT_FULL_PAGE", True)), min(STEP_TIMEOUT, left))
         except asyncio.TimeoutError:
             visit.info["captures"][name] = {"error": f"timed out after {min(STEP_TIMEOUT, left):.0f}s"}
             return
-        except Exception as err:
-            if is_gone(err):
-                raise
+        except CDPError as err:
             visit.info["captures"][name] = {"error": str(err).splitlines()[0][:300]}
             log(f"{name} capture failed (try {attempt} of {tries}): {visit.info['captures'][name]['error']}")
             await asyncio.sleep(0.2)
@@ -282,13 +504,6 @@ async def save_capture(name, page, cdp, visit, deadline, tries=2):
         write_atomic(path, data)
         visit.info["captures"][name] = {"file": path, "bytes": os.path.getsize(path)}
         return
-
-
-def is_gone(err):
-    """Did the browser (or its connection) go away?"""
-    text = str(err).lower()
-    return any(marker in text for marker in ("has been closed", "browser closed", "connection closed",
-                                                "target closed", "websocket", "econnrefused"))
 
 
 # net::ERR_* codes that retrying will not fix
@@ -316,15 +531,17 @@ def visit(url, wanted, source, timeout):
     deadline = time.monotonic() + timeout - 2
     try:
         return asyncio.run(asyncio.wait_for(visit_page(url, wanted, source, deadline), timeout - 1))
-    except asyncio.TimeoutError:
-        raise VisitFailed(f"timed out after {timeout}s") from None
-    except Exception as err:
+    except asyncio.TimeoutError as err:
+        step = f" (waiting for {err.args[0]})" if err.args else ""
+        raise VisitFailed(f"timed out after {timeout}s{step}") from None
+    except CDPError as err:
         text = str(err)
         marker = text.find("net::ERR_")
-        code = text[marker:].split()[0] if marker != -1 else None
-        if code:
+        if marker != -1:
+            code = text[marker:].split()[0]
             raise VisitFailed(f"page load failed: {code}", permanent=code in PERMANENT_NET_ERRORS) from None
-        first = text.splitlines()[0][:200] if text else ""
-        if is_gone(err):
-            raise VisitFailed(f"the browser went away: {first}") from None
-        raise VisitFailed(f"{type(err).__name__}: {first}") from None
+        raise VisitFailed(text.splitlines()[0][:200] if text else "the browser refused a command") from None
+    except (ConnectionError, OSError, WebSocketException) as err:
+        # the connection to the browser closed or was refused: it crashed, was recycled, or is gone
+        first = str(err).splitlines()[0][:200] if str(err) else type(err).__name__
+        raise VisitFailed(f"the browser went away: {first}") from None

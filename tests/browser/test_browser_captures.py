@@ -36,6 +36,7 @@ def test_static_and_script_rendered_pages(tmp_path):
         attempts = {row["url"].removeprefix(server.base_url): row["attempts"] for row in collection.query(
             "SELECT s.url, r.attempts FROM core_archiveresult r JOIN core_snapshot s ON r.snapshot_id = s.id "
             "WHERE r.plugin='chrome'")}
+        popup_loads = len([r for r in server.requests if r.path == "/static-001.html"])
         for page in wanted:
             agents = [r.user_agent for r in server.requests if r.path == page.path]
             # (Chromium may send a request twice when the test server closed its keep-alive connection.)
@@ -59,12 +60,13 @@ def test_static_and_script_rendered_pages(tmp_path):
     # the page scrolled to its bottom made its lazy content appear; the tall page is captured whole
     lazy = collection.root / snapshots[specials["lazy"].path]["output_dir"]
     assert png_size(lazy / "screenshot" / "screenshot.png")[1] >= 5000
-    # alerts were dismissed and recorded; the popup blocker kept window.open (no user
-    # gesture) from opening a tab, and static-001.html was loaded once, as its own snapshot
+    # alerts were dismissed and recorded; the popup was recorded, and the popup blocker kept
+    # window.open (no user gesture) from opening it: static-001.html was never requested
     navigation = json.loads((collection.root / snapshots[specials["popups"].path]["output_dir"] / "chrome" /
                              "navigation.json").read_text())
     assert [d["type"] for d in navigation["dialogs"]] == ["alert", "confirm"]
-    assert navigation["popups"] == []
+    assert navigation["popups"] == [{"url": server.base_url + "/static-001.html", "blocked": True}]
+    assert popup_loads == 0
     # a 404 is a final failure of the page load, and of each capture, with the same reason
     missing = results_by_plugin(snapshots["/missing.html"])
     for plugin in ("chrome", "screenshot", "pdf", "dom", "mhtml"):

@@ -143,31 +143,31 @@ def test_cookies_file_reaches_the_page(tmp_path, snapshot_factory, chrome_tmp):
 
 def test_a_capture_that_fails_once_is_tried_again(tmp_path, monkeypatch):
     """Chromium's printing fails now and then on a busy machine ("Printing failed"): the
-    capture is tried once more. (A printing failure cannot be caused on demand, so the page
-    is a stand-in with Playwright's method names.)"""
+    capture is tried once more. (A printing failure cannot be caused on demand, so the tab
+    is a stand-in with the method names of browser.Tab.)"""
     import asyncio
     import time
 
     from archivebox.pluginkit import browser
 
-    class FlakyPage:
+    class FlakyTab:
         calls = 0
 
-        async def pdf(self, print_background=True):
-            FlakyPage.calls += 1
-            if FlakyPage.calls == 1:
-                raise RuntimeError("Page.pdf: Protocol error (Page.printToPDF): Printing failed")
+        async def pdf(self):
+            FlakyTab.calls += 1
+            if FlakyTab.calls == 1:
+                raise browser.CDPError("Page.printToPDF: Printing failed")
             return b"%PDF-1.4 fake"
 
     monkeypatch.chdir(tmp_path)
     visit = browser.Visit("http://127.0.0.1/")
-    asyncio.run(browser.save_capture("pdf", FlakyPage(), None, visit, time.monotonic() + 30))
-    assert FlakyPage.calls == 2 and visit.info["captures"]["pdf"] == {"file": "output.pdf", "bytes": 13}
+    asyncio.run(browser.save_capture("pdf", FlakyTab(), visit, time.monotonic() + 30))
+    assert FlakyTab.calls == 2 and visit.info["captures"]["pdf"] == {"file": "output.pdf", "bytes": 13}
     # one that keeps failing is reported with its error
-    class BrokenPage:
-        async def pdf(self, print_background=True):
-            raise RuntimeError("Page.pdf: Protocol error (Page.printToPDF): Printing failed")
+    class BrokenTab:
+        async def pdf(self):
+            raise browser.CDPError("Page.printToPDF: Printing failed")
 
     visit = browser.Visit("http://127.0.0.1/")
-    asyncio.run(browser.save_capture("pdf", BrokenPage(), None, visit, time.monotonic() + 30))
+    asyncio.run(browser.save_capture("pdf", BrokenTab(), visit, time.monotonic() + 30))
     assert visit.info["captures"]["pdf"]["error"].endswith("Printing failed")

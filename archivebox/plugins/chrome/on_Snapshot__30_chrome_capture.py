@@ -31,6 +31,9 @@ import os
 from archivebox import pluginkit as kit
 
 PLUGIN = "chrome"
+# The fork server keeps the page-load module (asyncio, the CDP client) imported once this
+# hook has run: the next runs start without importing it (about 0.4 CPU-seconds each).
+FORKSERVER_PRELOAD = ("archivebox.pluginkit.browser",)
 
 
 def wanted_captures(captures):
@@ -62,7 +65,7 @@ def main():
     url = args["url"]
     if not kit.is_http_url(url):
         record_and_finish({"skipped": "not an http(s) URL"}, "skipped", "not an http(s) URL")
-    from archivebox.pluginkit import browser  # asyncio and Playwright: only when a page is loaded
+    from archivebox.pluginkit import browser  # asyncio and the CDP client: only when a page is loaded
 
     wanted = wanted_captures(browser.CAPTURES)
     if not wanted:
