@@ -22,11 +22,11 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 from collections.abc import Iterator, Mapping, MutableMapping
 from pathlib import Path
 
 from archivebox.process.browser import BROWSER, BrowserUnavailable, Lease
+from archivebox.sideeffects.index import atomic_write
 
 logger = logging.getLogger(__name__)
 
@@ -92,9 +92,7 @@ def publish(folder: Path, lease: Lease) -> None:
             with contextlib.suppress(OSError):
                 if path.read_text() == text:
                     continue
-            tmp = path.with_name(f".{name}.{os.getpid()}.tmp")
-            tmp.write_text(text)
-            os.replace(tmp, path)
+            atomic_write(path, text.encode())  # a temp file of its own: hook runs publish at once
     except OSError as err:
         # The environment variable still tells the hook; only third-party readers miss out.
         logger.warning("could not publish the browser endpoint in %s: %s", folder, err)

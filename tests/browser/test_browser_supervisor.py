@@ -220,3 +220,26 @@ def test_a_hook_run_gets_the_endpoint_and_its_left_tab_is_closed(tmp_path):
 
 def tab_ids(http):
     return [target["id"] for target in json.load(urllib.request.urlopen(f"{http}/json/list"))]
+
+
+def test_hook_runs_publishing_the_endpoint_at_once_do_not_trip_over_each_other(tmp_path, caplog):
+    """Hook runs of one crawl start together and each writes the crawl's chrome/ files; each
+    write went through one temp file name per process, so one run's rename could take the
+    other's file away ('could not publish the browser endpoint')."""
+    folder = tmp_path / "crawl" / "chrome"
+    leases = [browser_mod.Lease(f"ws://127.0.0.1:{9000 + n}/devtools/browser/x", 100 + n, n) for n in range(8)]
+    for _ in range(30):
+        start = threading.Barrier(len(leases))
+
+        def publish(lease):
+            start.wait()
+            browsing.publish(folder, lease)
+        threads = [threading.Thread(target=publish, args=(lease,)) for lease in leases]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert (folder / "cdp_url.txt").read_text() in {lease.cdp_url for lease in leases}
+        leases.reverse()
+    assert not [r for r in caplog.records if "could not publish" in r.getMessage()]
+    assert sorted(p.name for p in folder.iterdir()) == ["browser.json", "cdp_url.txt", "chrome.pid"]  # no temp files left
