@@ -43,6 +43,9 @@ STEP_TIMEOUT = 20.0  # seconds for one capture
 PROBE_TIMEOUT = 2.0  # seconds a page's main thread may take to answer before it counts as stuck
 START_TIMEOUT = 20.0  # seconds to connect, or for a launched Chromium to open its DevTools port
 MAX_CONSOLE = 500
+# Page loads per hook run when the tab's renderer goes away under it (Chromium ends a
+# renderer now and then on a busy machine): each time the page is loaded in a new tab.
+RENDERER_TRIES = 3
 MAX_MESSAGE = 512 * 1024 * 1024  # the largest CDP message read (a full-page screenshot of a long page)
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -92,6 +95,11 @@ def window_size():
 
 class CDPError(Exception):
     """The browser answered a command with an error."""
+
+
+class RendererGone(CDPError):
+    """The tab's renderer process crashed or was ended under it (its CDP session is gone):
+    the page is loaded again in a new tab."""
 
 
 class Visit:
@@ -151,7 +159,7 @@ class Tab:
         self.crashed = asyncio.get_running_loop().create_future()
         self.crashed.add_done_callback(lambda crash: crash.exception())  # read by send(), or by nobody
         self.watch()
-        setup = [self.send(domain + ".enable") for domain in ("Page", "Runtime", "Network")]
+        setup = [self.send(domain + ".enable") for domain in ("Page", "Runtime", "Network", "Inspector")]
         setup.append(self.send("Emulation.setDeviceMetricsOverride",
                                {**size, "deviceScaleFactor": 1, "mobile": False}))
         if user_agent:
@@ -173,7 +181,8 @@ class Tab:
         register.Runtime.exceptionThrown(self._for_tab(self._page_error))
         register.Network.requestWillBeSent(self._for_tab(self._request))
         register.Network.responseReceived(self._for_tab(self._response))
-        register.Inspector.targetCrashed(self._for_tab(self._crashed))
+        register.Inspector.targetCrashed(self._for_tab(lambda event: self._gone("its renderer crashed")))
+        register.Inspector.detached(self._for_tab(lambda event: self._gone(event.get("reason") or "detached")))
 
     def _for_tab(self, handler):
         def callback(event, session_id):
@@ -185,9 +194,9 @@ class Tab:
         if self.loaded is not None and not self.loaded.done():
             self.loaded.set_result(event.get("timestamp"))
 
-    def _crashed(self, event):
+    def _gone(self, why):
         if not self.crashed.done():
-            self.crashed.set_exception(CDPError("the page's renderer crashed (target closed)"))
+            self.crashed.set_exception(RendererGone(f"the tab's renderer went away ({why.rstrip('.')})"))
 
     def _dialog(self, event):
         self.visit.append("dialogs", {"type": event["type"], "message": event["message"][:1000]})
@@ -234,7 +243,10 @@ class Tab:
             return request.result()
         except RuntimeError as err:
             error = err.args[0] if err.args and isinstance(err.args[0], dict) else {"message": str(err)}
-            raise CDPError(f"{method}: {error.get('message', '')} {error.get('data', '')}".strip()) from None
+            message = f"{method}: {error.get('message', '')} {error.get('data', '')}".strip()
+            if "Session with given id not found" in message:
+                raise RendererGone(f"the tab's renderer went away ({message})") from None
+            raise CDPError(message) from None
 
     async def navigate(self, url, timeout):
         """Load ``url``; True once the page's load event fired, False if it had not after
@@ -418,9 +430,9 @@ class Launched:
 
 
 async def visit_page(url, wanted, browser_source, deadline):
-    visit = Visit(url)
     check_ssl = env_bool("CHROME_CHECK_SSL_VALIDITY", True, fallbacks=("CHECK_SSL_VALIDITY",))
     user_agent = env_str("CHROME_USER_AGENT", "", fallbacks=("USER_AGENT",)) or None
+    options = (window_size(), user_agent, not check_ssl, load_cookies(env_str("COOKIES_FILE", "")))
     kind, where = browser_source
     launched = Launched(where) if kind == "launch" else None
     try:
@@ -428,21 +440,42 @@ async def visit_page(url, wanted, browser_source, deadline):
         client = CDPClient(endpoint, max_ws_frame_size=MAX_MESSAGE)
         await bounded(client.start(), START_TIMEOUT)
         try:
-            tab = Tab(client, visit)
-            await tab.open(window_size(), user_agent, not check_ssl, load_cookies(env_str("COOKIES_FILE", "")))
-            write_atomic(TARGET_FILE, tab.target_id)  # if this hook dies before it closes its tab, the engine does
-            await load(tab, visit, url, env_int("CHROME_PAGELOAD_TIMEOUT", 30, fallbacks=()))
-            status = visit.info["status"]
-            if status is None or status < 400:
-                await settle(tab, visit, deadline)
-                for name in wanted:
-                    await save_capture(name, tab, visit, deadline)
-            await bounded(tab.close(), PROBE_TIMEOUT * 2)
+            for attempt in range(1, RENDERER_TRIES + 1):
+                try:
+                    visit = await load_and_capture(client, url, wanted, options, deadline)
+                except RendererGone as err:
+                    if attempt == RENDERER_TRIES or deadline - time.monotonic() < 10:
+                        raise
+                    log(f"{err}: loading the page again in a new tab (try {attempt + 1} of {RENDERER_TRIES})")
+                    continue
+                visit.info["renderer_lost"] = attempt - 1
+                return visit
         finally:
             await bounded(client.stop(), PROBE_TIMEOUT * 2)
     finally:
         if launched:
             launched.stop()
+
+
+async def load_and_capture(client, url, wanted, options, deadline):
+    """One page load in a new tab and the captures made from it; the tab is closed after."""
+    visit = Visit(url)
+    tab = Tab(client, visit)
+    try:
+        await tab.open(*options)
+        write_atomic(TARGET_FILE, tab.target_id)  # if this hook dies before it closes its tab, the engine does
+        await load(tab, visit, url, env_int("CHROME_PAGELOAD_TIMEOUT", 30, fallbacks=()))
+        status = visit.info["status"]
+        if status is None or status < 400:
+            await settle(tab, visit, deadline)
+            for name in wanted:
+                await save_capture(name, tab, visit, deadline)
+    finally:
+        try:
+            await bounded(tab.close(), PROBE_TIMEOUT * 2)
+        except (asyncio.TimeoutError, CDPError, RuntimeError, ConnectionError, WebSocketException) as err:
+            # (RuntimeError: how cdp-use reports the browser's error; the others: the browser is gone)
+            log(f"WARNING: could not close the tab: {err}")
     return visit
 
 
@@ -470,6 +503,8 @@ async def settle(tab, visit, deadline):
     limit = min(QUIET_LIMIT, max(0.0, deadline - time.monotonic() - 5))
     try:
         visit.info["settled_ms"] = await tab.call(QUIET_JS, [QUIET_MS, int(limit * 1000)], timeout=limit + PROBE_TIMEOUT)
+    except RendererGone:
+        raise
     except (asyncio.TimeoutError, CDPError) as err:  # a page that will not settle is still captured
         visit.info["settled_ms"] = {"error": str(err)[:300] or "timed out"}
     if not env_bool("CHROME_SCROLL_TO_BOTTOM", True):
@@ -477,6 +512,8 @@ async def settle(tab, visit, deadline):
     limit = min(env_float("CHROME_SCROLL_TIMEOUT", 5.0), max(0.0, deadline - time.monotonic() - 5))
     try:
         visit.info["scroll"] = await tab.call(SCROLL_JS, int(limit * 1000), timeout=limit + PROBE_TIMEOUT)
+    except RendererGone:
+        raise
     except (asyncio.TimeoutError, CDPError) as err:  # a page that broke scrolling is still captured
         visit.info["scroll"] = {"error": str(err)[:300] or "timed out"}
 
@@ -496,6 +533,8 @@ async def save_capture(name, tab, visit, deadline, tries=2):
         except asyncio.TimeoutError:
             visit.info["captures"][name] = {"error": f"timed out after {min(STEP_TIMEOUT, left):.0f}s"}
             return
+        except RendererGone:
+            raise
         except CDPError as err:
             visit.info["captures"][name] = {"error": str(err).splitlines()[0][:300]}
             log(f"{name} capture failed (try {attempt} of {tries}): {visit.info['captures'][name]['error']}")

@@ -1,7 +1,11 @@
 """The chrome hook on its own (it launches Chromium itself when no CHROME_CDP_URL is given)
 and the capture hooks that file its captures (screenshot, pdf, dom, mhtml, title)."""
+import json
 import os
 import shutil
+import signal
+import threading
+import time
 
 import psutil
 import pytest
@@ -69,7 +73,6 @@ def test_one_load_many_captures(tmp_path, snapshot_factory, chrome_tmp):
         assert title.result["output_str"] == "After Script" and title.result["output_json"]["source"] == "chrome"
         text = snap.run("htmltotext")
         assert "dynamicword" in open(text.path("htmltotext.txt")).read()
-        import json
         navigation = json.load(open(run.path("navigation.json")))
         assert {"type": "log", "text": "logged line"} in navigation["console"]
     _assert_clean(chrome_tmp)
@@ -171,3 +174,40 @@ def test_a_capture_that_fails_once_is_tried_again(tmp_path, monkeypatch):
     visit = browser.Visit("http://127.0.0.1/")
     asyncio.run(browser.save_capture("pdf", BrokenTab(), visit, time.monotonic() + 30))
     assert visit.info["captures"]["pdf"]["error"].endswith("Printing failed")
+
+
+@needs_chrome
+def test_a_renderer_that_goes_away_mid_load_is_replaced_by_a_new_tab(tmp_path, snapshot_factory, chrome_tmp):
+    """Chromium ends a tab's renderer now and then on a busy machine (and a page can crash
+    its own): the hook loads the page again in a new tab instead of failing. Here every
+    renderer of the hook's browser is SIGKILLed once, while the page's slow image loads."""
+    from localsite import SiteServer
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "slow.html").write_text(
+        "<html><head><title>Slow page</title></head><body><p>slowpageword</p><img src='/slowimg?delay=2'></body></html>")
+    killed = []
+
+    def kill_renderers_once(server):
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not any(r.path == "/slow.html" for r in server.requests):
+            time.sleep(0.02)
+        time.sleep(0.3)  # the image is still on its way: the page has not loaded
+        for proc in _chrome_procs(chrome_tmp):
+            if "--type=renderer" in proc.cmdline():
+                proc.send_signal(signal.SIGKILL)
+                killed.append(proc.pid)
+
+    with SiteServer(str(tmp_path / "site")) as server:
+        snap = snapshot_factory(server.base_url + "/slow.html")
+        killer = threading.Thread(target=kill_renderers_once, args=(server,))
+        killer.start()
+        run = snap.run("chrome", env={"TMPDIR": chrome_tmp})
+        killer.join()
+        assert killed, "no renderer was found to kill"
+        assert run.returncode == 0 and run.status == "succeeded", run
+        navigation = json.load(open(run.path("navigation.json")))
+        assert navigation["renderer_lost"] == 1 and navigation["loaded"] == "load"
+        assert "renderer went away" in run.stderr and "try 2 of 3" in run.stderr
+        assert len([r for r in server.requests if r.path == "/slow.html"]) == 2
+        assert "slowpageword" in open(run.path("output.html")).read()
+    _assert_clean(chrome_tmp)
