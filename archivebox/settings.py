@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import sys
 from pathlib import Path
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from django.utils import timezone
 
 from archivebox.cli import CommandError
-from archivebox.cli.common import at_least, read_lines, setup_django
+from archivebox.cli.common import read_lines, setup_django
 from archivebox.core.models import Schedule
 from archivebox.core.models.schedule import BadSchedule, cron_of
 from archivebox.core.urlcheck import InvalidURL, check_url

@@ -51,7 +51,6 @@ from archivebox.broker import shutting_down
 from archivebox.config import ConfigError
 from archivebox.core import diskspace, rowsql
 from archivebox.core.models import ArchiveResult, Crawl, Machine, Process, Snapshot, Tag
-from archivebox.core.models.base import uuid7
 from archivebox.core.reads import find_hook, hook_of, owner_layers
 from archivebox.core.urlcheck import is_valid_url
 from archivebox.hooks.catalog import catalog
