@@ -149,7 +149,6 @@ def test_a_capture_that_fails_once_is_tried_again(tmp_path, monkeypatch):
     capture is tried once more. (A printing failure cannot be caused on demand, so the tab
     is a stand-in with the method names of browser.Tab.)"""
     import asyncio
-    import time
 
     from archivebox.pluginkit import browser
 
@@ -188,10 +187,10 @@ def test_a_renderer_that_goes_away_mid_load_is_replaced_by_a_new_tab(tmp_path, s
     killed = []
 
     def kill_renderers_once(server):
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not any(r.path == "/slow.html" for r in server.requests):
-            time.sleep(0.02)
-        time.sleep(0.3)  # the image is still on its way: the page has not loaded
+        # the renderer has parsed the page and asked for its image, which takes 2 s to
+        # come: the page is mid-load
+        wait_until(lambda: any(r.path.startswith("/slowimg") for r in server.requests), timeout=30,
+                   message="the page's slow image to be requested")
         for proc in _chrome_procs(chrome_tmp):
             if "--type=renderer" in proc.cmdline():
                 proc.send_signal(signal.SIGKILL)
