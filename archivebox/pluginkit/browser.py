@@ -29,6 +29,7 @@ from websockets.exceptions import WebSocketException
 from .env import env_bool, env_float, env_int, env_str
 from .files import write_atomic
 from .output import log
+from .procs import kill_tree
 
 # The browser plugins a page load captures for, with the file each gets.
 CAPTURES = {
@@ -408,24 +409,8 @@ class Launched:
 
     def stop(self):
         import shutil
-        import psutil
 
-        try:
-            members = [psutil.Process(self.proc.pid), *psutil.Process(self.proc.pid).children(recursive=True)]
-        except psutil.Error:
-            members = []
-        for member in members:
-            try:
-                member.terminate()
-            except psutil.Error:
-                continue
-        _, alive = psutil.wait_procs(members, timeout=PROBE_TIMEOUT)
-        for member in alive:
-            try:
-                member.kill()
-            except psutil.Error:
-                continue
-        self.proc.wait()
+        kill_tree(self.proc, grace=PROBE_TIMEOUT)
         shutil.rmtree(self.profile, ignore_errors=True)
 
 

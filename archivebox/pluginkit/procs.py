@@ -71,7 +71,8 @@ def _running(member):
 
 
 def kill_tree(proc, grace=2.0):
-    """End ``proc`` (a Popen started by :func:`run_cmd`), its process group and descendants.
+    """End ``proc`` (a Popen: started by :func:`run_cmd`, it leads a process group), its
+    process group if it leads one, and its descendants.
 
     SIGTERM first, SIGKILL to whatever still runs after ``grace`` seconds. The leader
     is reaped while waiting, so its zombie does not keep the group alive.
@@ -80,7 +81,9 @@ def kill_tree(proc, grace=2.0):
     try:
         os.killpg(proc.pid, 0)
     except ProcessLookupError:
-        return  # nothing of the group is left (the common case after a normal exit)
+        if proc.returncode is not None:
+            return  # nothing of the group is left (the common case after a normal exit)
+        # it runs but leads no group (started in its caller's): it and its descendants
     except PermissionError as err:
         log(f"WARNING: cannot signal process group {proc.pid}: {err}")
         return

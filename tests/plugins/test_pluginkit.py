@@ -370,3 +370,17 @@ def test_fetch_returns_error_statuses_with_their_headers_and_body():
         resp = H.fetch(srv.url + "/", timeout=5)
     assert (resp.status, resp.status_text, resp.header("retry-after"), resp.body) == (503, "503 Service Unavailable", "5", b"busy")
     assert H.is_transient_status(resp.status) and not H.is_transient_status(404)
+
+
+def test_kill_tree_ends_a_program_that_leads_no_group_with_its_children():
+    """A program started in the hook's own process group (as the chrome hook starts the
+    Chromium it launches itself, so that killing the hook's group ends it too) is ended
+    with its descendants, and the hook's group is left alone."""
+    proc = subprocess.Popen(["sh", "-c", "sleep 60 & sleep 60 & wait"])
+    children = wait_until(lambda: psutil.Process(proc.pid).children() if len(psutil.Process(proc.pid).children()) == 2 else None,
+                          timeout=10, message="both children to start")
+    assert os.getpgid(proc.pid) == os.getpgid(0)  # the caller's group, not one of its own
+    H.kill_tree(proc, grace=2.0)
+    assert proc.returncode is not None
+    wait_until(lambda: not any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in children), timeout=5,
+               message="the children to end")
