@@ -97,6 +97,9 @@ class _Instance:
     def row(self) -> Process:
         return self.running.row
 
+    def lease(self) -> Lease:
+        return Lease(self.cdp_url, self.running.pid, self.generation)
+
 
 def find_binary(configured: str) -> tuple[str | None, str]:
     """``(path, "")`` of CHROME_BINARY (or the first candidate on PATH), else ``(None, why)``."""
@@ -209,7 +212,7 @@ class Browser:
                 self._cond.wait(0.5)
             instance = self._ensure()
             self._in_use += 1
-            held = Lease(instance.cdp_url, instance.running.pid, instance.generation)
+            held = instance.lease()
         try:
             yield held
         finally:
@@ -228,7 +231,7 @@ class Browser:
             if self._closed:
                 raise BrowserUnavailable("the worker is stopping")
             instance = self._ensure()
-            return Lease(instance.cdp_url, instance.running.pid, instance.generation)
+            return instance.lease()
 
     def lost(self, generation: int) -> bool:
         """Did the browser of ``generation`` crash or hang (rather than end normally)? Asked

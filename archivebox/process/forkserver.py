@@ -73,11 +73,17 @@ PRELOAD += ("urllib.request", "http.client", "psutil", "archivebox.pluginkit")
 def preload() -> None:
     for name in PRELOAD:
         __import__(name)
-    for name in filter(None, (n.strip() for n in os.environ.get("FORKSERVER_PRELOAD", "").split(","))):
+    import_each(n.strip() for n in os.environ.get("FORKSERVER_PRELOAD", "").split(","))
+
+
+def import_each(names) -> None:
+    """Import the modules named, saying on stderr which cannot be (a script that imports
+    one of them reports the error again, in its own log)."""
+    for name in filter(None, names):
         try:
             __import__(name)
-        except ImportError as err:
-            sys.stderr.write(f"forkserver: cannot preload {name}: {err}\n")
+        except Exception as err:
+            sys.stderr.write(f"forkserver: cannot preload {name}: {type(err).__name__}: {err}\n")
 
 
 class ScriptCache:
@@ -115,14 +121,9 @@ class ScriptCache:
         return code
 
     def preload(self, names: list[str]) -> None:
-        for name in names:
-            if name in self.preloaded:
-                continue
-            self.preloaded.add(name)
-            try:
-                __import__(name)
-            except Exception as err:  # the script's own import reports it, in its own log
-                sys.stderr.write(f"forkserver: cannot preload {name}: {type(err).__name__}: {err}\n")
+        new = [name for name in names if name not in self.preloaded]
+        self.preloaded.update(new)
+        import_each(new)
 
 
 def wanted_modules(tree: ast.Module) -> list[str]:
