@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import shutil
+import os
 import time
 from dataclasses import dataclass
 from typing import TextIO
@@ -15,6 +15,21 @@ from archivebox.process import runner
 
 BAR_WIDTH = 30
 SPINNER = "|/-\\"
+DEFAULT_COLUMNS = 100
+
+
+def terminal_columns(stream: TextIO) -> int:
+    """The width of the terminal ``stream`` draws on (``COLUMNS`` first, as shells set it)."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(stream.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else DEFAULT_COLUMNS
 
 
 @dataclass(frozen=True)
@@ -101,7 +116,7 @@ class Progress:
         if self.tty:
             self._frame += 1
             spinner = SPINNER[self._frame % len(SPINNER)]
-            width = shutil.get_terminal_size((100, 20)).columns
+            width = terminal_columns(self.stream)
             line = f"{spinner} {self.bar(counts)} {progress_text(counts, elapsed)}"
             self.stream.write("\r" + line[: max(width - 1, 10)] + "\033[K")
             self.stream.flush()

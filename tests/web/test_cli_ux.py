@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pty
 import select
 import socket
 import sqlite3
+import struct
 import subprocess
+import termios
 import time
 
 import pytest
@@ -97,11 +100,13 @@ def test_plain_progress_lines_end_with_the_final_counts(collection):
     assert "\r" not in result.stderr
 
 
-def test_a_terminal_gets_a_live_bar(collection):
+def add_on_a_terminal(collection, columns: int, *urls: str) -> str:
+    """What ``add`` draws on a terminal ``columns`` wide (its stderr; its stdout is a pipe)."""
     leader, follower = pty.openpty()
-    proc = subprocess.Popen([str(VENV_BIN / "archivebox"), "add", "https://example.com/tty-1", "https://example.com/tty-2"],
-                            cwd=collection.root, env=collection.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=follower)
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    env = {k: v for k, v in collection.env.items() if k not in ("COLUMNS", "LINES")}
+    proc = subprocess.Popen([str(VENV_BIN / "archivebox"), "add", *urls], cwd=collection.root, env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=follower)
     os.close(follower)
     output = b""
     deadline = time.monotonic() + 60
@@ -123,6 +128,19 @@ def test_a_terminal_gets_a_live_bar(collection):
         os.close(leader)
         if proc.poll() is None:
             proc.kill()
-    text = output.decode(errors="replace")
+    return output.decode(errors="replace")
+
+
+def test_a_terminal_gets_a_live_bar(collection):
+    text = add_on_a_terminal(collection, 160, "https://example.com/tty-1", "https://example.com/tty-2")
     assert "\r" in text and "\x1b[K" in text
     assert "[##############################] 100% 2/2 snapshots sealed | results 4 done, 0 failed" in text, text
+
+
+def test_the_bar_fits_the_terminal_it_is_drawn_on(collection):
+    """Regression: the width was read from stdout (a pipe here), so an 80-column terminal
+    got 100-column lines that wrapped instead of being redrawn in place."""
+    text = add_on_a_terminal(collection, 60, "https://example.com/narrow-1")
+    frames = [frame.removesuffix("\x1b[K") for line in text.split("\n") for frame in line.split("\r") if "% 1/1 snap" in frame]
+    assert frames, text
+    assert max(len(frame) for frame in frames) <= 59, frames
