@@ -20,6 +20,8 @@ Figures per run:
               Chromium process counts its shared pages again), sampled every 20 ms
   pss         the largest proportional set size summed over the tree (shared pages split
               between the processes that share them: what the tree costs), every 200 ms
+  by process  CPU seconds per page of each kind of process in the tree (Chromium's by its
+              --type, the engine's and the hooks' as python), sampled every 200 ms
   per page    from the start of a snapshot's first browser hook to the end of its last
               browser capture (p50, p99), from the Process rows
   titles      snapshots of script-rendered pages whose title is the script-set one
@@ -57,9 +59,9 @@ DESIGNS = {
 BROWSER_HOOKS = ("chrome", "screenshot", "pdf", "dom", "title")
 
 
-def tree_pss(root: psutil.Process) -> int:
+def tree_pss(procs: list[psutil.Process]) -> int:
     total = 0
-    for proc in [root, *root.children(recursive=True)]:
+    for proc in procs:
         try:
             with open(f"/proc/{proc.pid}/smaps_rollup", "rb") as rollup:
                 total += next(int(line.split()[1]) for line in rollup if line.startswith(b"Pss:")) * 1024
@@ -68,11 +70,24 @@ def tree_pss(root: psutil.Process) -> int:
     return total
 
 
+def process_kind(cmdline: list[str]) -> str:
+    """Chromium's process type (``browser`` for the browser process itself), else ``python``."""
+    if cmdline and "chrom" in Path(cmdline[0]).name:
+        kind = next((arg.split("=", 1)[1] for arg in cmdline if arg.startswith("--type=")), "browser")
+        sub = next((arg.split("=", 1)[1] for arg in cmdline if arg.startswith("--utility-sub-type=")), "")
+        return f"{kind} {sub.split('.')[0]}" if sub else kind
+    return "python"
+
+
 class PssSampler:
-    """The peak PSS of the process tree of the newest ``archivebox`` child of this process."""
+    """The peak PSS of the process tree of the newest ``archivebox`` child of this process,
+    and the CPU seconds each kind of process in it used (the last figure seen of each
+    process: within 0.2 s of its end; rusage misses Chromium's renderers, whose parent
+    never reports them)."""
 
     def __init__(self):
         self.peak = 0
+        self._cpu: dict[int, tuple[str, float]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -89,10 +104,25 @@ class PssSampler:
         while not self._stop.wait(0.2):
             for child in me.children():
                 try:
-                    if "archivebox" in " ".join(child.cmdline()):
-                        self.peak = max(self.peak, tree_pss(child))
+                    if "archivebox" not in " ".join(child.cmdline()):
+                        continue
+                    tree = [child, *child.children(recursive=True)]
                 except psutil.Error:
                     continue
+                self.peak = max(self.peak, tree_pss(tree))
+                for proc in tree:
+                    try:
+                        with proc.oneshot():
+                            times = proc.cpu_times()
+                            self._cpu[proc.pid] = (process_kind(proc.cmdline()), times.user + times.system)
+                    except psutil.Error:
+                        continue
+
+    def cpu_by_kind(self) -> dict[str, float]:
+        kinds: dict[str, float] = {}
+        for kind, seconds in self._cpu.values():
+            kinds[kind] = kinds.get(kind, 0.0) + seconds
+        return dict(sorted(kinds.items(), key=lambda item: -item[1]))
 
 
 def per_page_seconds(data_dir: Path) -> list[float]:
@@ -129,7 +159,7 @@ def one_run(scratch: Scratch, design: str, venv_bin: Path, pages: int) -> dict:
     leftovers = [p.pid for p in psutil.process_iter(["cmdline"]) if str(data_dir) in " ".join(p.info.get("cmdline") or [])]
     return {
         "design": design, "pages": pages, "wall": run.wall, "cpu": run.cpu, "rss_mb": run.peak_rss / 2**20,
-        "pss_mb": pss.peak / 2**20, "per_page": per_page_seconds(data_dir),
+        "pss_mb": pss.peak / 2**20, "cpu_by_kind": pss.cpu_by_kind(), "per_page": per_page_seconds(data_dir),
         "titles_right": sum(titles.get(page.path) == page.title for page in scripted), "scripted": len(scripted),
         "results": {status: sum(r["status"] == status for r in results) for status in sorted({r["status"] for r in results})},
         "leftovers": leftovers,
@@ -142,6 +172,8 @@ def show(run: dict) -> None:
           f"peak rss {run['rss_mb']:6.0f} MB, peak pss {run['pss_mb']:5.0f} MB, per page p50 {percentile(per_page, 50):.2f} s "
           f"p99 {percentile(per_page, 99):.2f} s, script-set titles {run['titles_right']}/{run['scripted']}, "
           f"results {run['results']}" + (f", LEFTOVER PROCESSES {run['leftovers']}" if run["leftovers"] else ""))
+    print("      cpu by process, per page: " + ", ".join(
+        f"{kind} {seconds / run['pages']:.2f} s" for kind, seconds in run["cpu_by_kind"].items() if seconds >= 0.05))
 
 
 def main() -> None:
