@@ -125,7 +125,7 @@ ENGINE_NUMBERS: dict[str, tuple[str, type, float]] = {
 
 # Every key EngineConfig reads (from the environment or ArchiveBox.conf).
 ENGINE_KEYS = (*ENGINE_NUMBERS, "ACTOR_CONCURRENCY", "MACHINE_ID", "FORKSERVER", "LIB_DIR", "ABXPKG_LIB_DIR", "HOOK_PYTHON",
-               "ABX_PLUGINS")
+               "ABX_PLUGINS", "FORKSERVER_PRELOAD", "LIFECYCLE_PLUGINS")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,8 +156,13 @@ class EngineConfig:
     # again (its message may have been lost); the wait doubles each time.
     sideeffect_lost_after: float = 5.0
     machine_id: str = ""
-    # Python hooks run as forks of a pre-warmed interpreter (see archivebox.process.forkserver).
+    # Python hooks run as forks of a pre-warmed interpreter (see archivebox.process.forkserver),
+    # which imports these modules at its start (FORKSERVER_PRELOAD, comma-separated).
     forkserver: bool = True
+    forkserver_preload: tuple[str, ...] = ()
+    # Python modules registered as lifecycle plugins (LIFECYCLE_PLUGINS, comma-separated
+    # import paths; see archivebox.lifecycle).
+    lifecycle_plugins: tuple[str, ...] = ()
     # Foreground hooks running at once in one worker process (background hooks are not
     # counted: they live long and mostly wait). 0 means twice the number of CPU cores.
     hook_concurrency: int = 0
@@ -226,4 +231,6 @@ class EngineConfig:
         kwargs["chrome_binary"] = values.get("CHROME_BINARY", "").strip()
         if values.get("FORKSERVER", "").strip():
             kwargs["forkserver"] = parse_bool("FORKSERVER", values["FORKSERVER"])
+        for key in ("FORKSERVER_PRELOAD", "LIFECYCLE_PLUGINS"):
+            kwargs[key.lower()] = tuple(name.strip() for name in values.get(key, "").split(",") if name.strip())
         return cls(**kwargs)

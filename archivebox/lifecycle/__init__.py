@@ -1,7 +1,7 @@
 """The pluggy plugin manager: lifecycle hooks for Python plugins.
 
-Plugins are modules named in the ``LIFECYCLE_PLUGINS`` environment variable
-(comma-separated import paths) or published under the ``archivebox`` setuptools
+Plugins are modules named in ``LIFECYCLE_PLUGINS`` (comma-separated import paths, read
+into the engine config like every key) or published under the ``archivebox`` setuptools
 entry-point group. :func:`notify` fires a hook, e.g.
 ``notify("on_actor_tick_start", actor_type=..., obj=...)``.
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 import functools
 import importlib
 import logging
-import os
 
 import pluggy
+from django.conf import settings
 
 from archivebox.lifecycle import hookspecs
 
@@ -34,8 +34,7 @@ def build_plugin_manager(module_paths: list[str]) -> pluggy.PluginManager:
 
 @functools.cache
 def plugin_manager() -> pluggy.PluginManager:
-    paths = [p.strip() for p in os.environ.get("LIFECYCLE_PLUGINS", "").split(",") if p.strip()]
-    return build_plugin_manager(paths)
+    return build_plugin_manager(list(settings.ENGINE.lifecycle_plugins))
 
 
 def notify(hook_name: str, /, **kwargs) -> None:

@@ -219,8 +219,8 @@ class ForkClient:
             address = f"\0archivebox-forkserver-{os.getpid()}-{secrets.token_hex(6)}".encode()
             cmd = [sys.executable, "-I", "-m", "archivebox.process.forkserver", address.hex()]
             env = runner.base_env()
-            if os.environ.get("FORKSERVER_PRELOAD"):
-                env["FORKSERVER_PRELOAD"] = os.environ["FORKSERVER_PRELOAD"]
+            if settings.ENGINE.forkserver_preload:
+                env["FORKSERVER_PRELOAD"] = ",".join(settings.ENGINE.forkserver_preload)
             row, _ = runner.create(kind=Process.Kind.FORKSERVER, cmd=cmd, pwd=str(settings.DATA_DIR), env=env, timeout=None,
                                    machine=Machine.current(settings.ENGINE.machine_id), parent=current_worker(), label="fork server")
             running = runner.launch(row, env)

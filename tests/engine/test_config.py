@@ -100,3 +100,14 @@ def test_an_unparseable_config_file_is_a_config_error(tmp_path):
     write_conf(tmp_path, "MAX_TICK_TIME = 3\n")  # no section header
     with pytest.raises(ConfigError, match=CONFIG_FILENAME):
         EngineConfig.from_env({}, data_dir=tmp_path)
+
+
+def test_module_lists_come_through_the_config_like_every_key(tmp_path):
+    """FORKSERVER_PRELOAD and LIFECYCLE_PLUGINS were read from os.environ deep inside the fork
+    client and the plugin manager, so ArchiveBox.conf could not set them."""
+    write_conf(tmp_path, "[ENGINE]\nLIFECYCLE_PLUGINS = audit_plugin , other.plugin\nFORKSERVER_PRELOAD = json\n")
+    from_file = EngineConfig.from_env({}, data_dir=tmp_path)
+    assert (from_file.lifecycle_plugins, from_file.forkserver_preload) == (("audit_plugin", "other.plugin"), ("json",))
+    from_env = EngineConfig.from_env({"FORKSERVER_PRELOAD": "csv,,wave "}, data_dir=tmp_path)
+    assert from_env.forkserver_preload == ("csv", "wave")
+    assert EngineConfig.from_env({}, data_dir=tmp_path / "nowhere").lifecycle_plugins == ()
