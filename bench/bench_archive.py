@@ -11,7 +11,11 @@ figures:
               moment, sampled every 20 ms (the HTTP server is not counted)
 
 Usage:  .venv/bin/python bench/bench_archive.py [--pages 100] [--rounds 3] [--plugins ...] [--dir PATH]
-Reference (measured on this 2-core machine): ArchiveBox 0.9.73, same five plugins,
+                                                 [--archivebox PATH]
+With ``--archivebox`` (ArchiveBox 0.9.73's ``archivebox`` script, as for bench_abx.py), each
+round runs ArchiveBox on the same site right after this engine, and the ratios are of the
+medians measured here and now. Without it, the ratios are against a reference measured on
+another day (this VM's speed drifts by 10-30 %): ArchiveBox 0.9.73, same five plugins,
 100 local URLs: 104.9 s wall, about 1.8 CPU-seconds per URL, about 970 MB resident.
 Prints figures; it asserts nothing.
 """
@@ -30,6 +34,7 @@ HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parent.parent / "tests"))
 
 from benchlib import Scratch, add_dir_option, run_measured  # noqa: E402 - bench/ is the script folder, first on sys.path
+from bench_abx import run_archivebox  # noqa: E402
 from localsite import generate_site, serve_site  # noqa: E402
 
 VENV_BIN = Path(sys.executable).parent
@@ -37,8 +42,9 @@ PLUGINS = "wget,favicon,htmltotext,hashes,parse_html_urls"
 REFERENCE = {"wall": 104.9, "cpu_per_url": 1.8, "rss_mb": 970}
 
 
-def one_round(scratch: Scratch, pages: int, plugins: str, env_extra: dict) -> dict:
+def one_round(scratch: Scratch, pages: int, plugins: str, env_extra: dict, archivebox: Path | None = None) -> dict:
     tmp = scratch.new("round")
+    os.chmod(tmp, 0o755)  # ArchiveBox runs as the folder's owner, another user
     site_root, data_dir = tmp / "site", tmp / "data"
     site_root.mkdir()
     data_dir.mkdir()
@@ -55,11 +61,17 @@ def one_round(scratch: Scratch, pages: int, plugins: str, env_extra: dict) -> di
         listed = subprocess.run([str(VENV_BIN / "archivebox"), "list", "--jsonl"], env=env, capture_output=True, text=True, check=True)
         snapshots = [json.loads(line) for line in listed.stdout.splitlines() if line.strip()]
         results = [r for s in snapshots for r in s["results"]]
-        return {
+        figures = {
             "wall": run.wall, "cpu": run.cpu, "engine_cpu": run.own_cpu, "rss_mb": run.peak_rss / 2**20, "snapshots": len(snapshots),
             "sealed": sum(s["status"] == "sealed" for s in snapshots),
             "results": {status: sum(r["status"] == status for r in results) for status in {r["status"] for r in results}},
         }
+        if archivebox:
+            (tmp / "archivebox").mkdir()
+            theirs, statuses = run_archivebox(tmp / "archivebox", urls, archivebox, timeout=1800)
+            figures["archivebox"] = {"wall": theirs.wall, "cpu": theirs.cpu, "rss_mb": theirs.peak_rss / 2**20,
+                                     "results": {status: statuses.count(status) for status in sorted(set(statuses))}}
+        return figures
 
 
 def main() -> None:
@@ -67,22 +79,32 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--plugins", default=PLUGINS)
+    parser.add_argument("--archivebox", type=Path, help="ArchiveBox 0.9.73's archivebox script: run it on the same site each round")
     add_dir_option(parser)
     args = parser.parse_args()
     with Scratch(args.dir, prefix="abx-archive-") as scratch:
-        rounds = [one_round(scratch, args.pages, args.plugins, {}) for _ in range(args.rounds)]
+        os.chmod(scratch.root, 0o755)
+        rounds = [one_round(scratch, args.pages, args.plugins, {}, args.archivebox) for _ in range(args.rounds)]
     wall = statistics.median(r["wall"] for r in rounds)
     cpu = statistics.median(r["cpu"] for r in rounds)
     rss = statistics.median(r["rss_mb"] for r in rounds)
     print(f"archive {args.pages} local pages with {args.plugins} (median of {args.rounds}):")
     print(f"  wall {wall:.1f} s ({wall / args.pages * 1000:.0f} ms per URL), CPU {cpu:.1f} s ({cpu / args.pages:.3f} s per URL), "
           f"peak RSS {rss:.0f} MB")
-    if args.pages == 100 and args.plugins == PLUGINS:
+    if args.archivebox:
+        theirs = {key: statistics.median(r["archivebox"][key] for r in rounds) for key in ("wall", "cpu", "rss_mb")}
+        print(f"  ArchiveBox 0.9.73 on the same sites: wall {theirs['wall']:.1f} s, CPU {theirs['cpu']:.1f} s, "
+              f"peak RSS {theirs['rss_mb']:.0f} MB: this engine {theirs['wall'] / wall:.1f}x faster wall, "
+              f"{theirs['cpu'] / cpu:.1f}x less CPU, {theirs['rss_mb'] / rss:.1f}x less memory")
+    elif args.pages == 100 and args.plugins == PLUGINS:
         print(f"  vs ArchiveBox 0.9.73 reference: {REFERENCE['wall'] / wall:.1f}x faster wall, "
               f"{REFERENCE['cpu_per_url'] * args.pages / cpu:.1f}x less CPU, {REFERENCE['rss_mb'] / rss:.1f}x less memory")
     for r in rounds:
         print(f"  round: wall {r['wall']:.1f} s, cpu {r['cpu']:.1f} s (archivebox process itself {r['engine_cpu']:.1f} s), rss {r['rss_mb']:.0f} MB, "
               f"{r['sealed']}/{r['snapshots']} sealed, results {r['results']}")
+        if "archivebox" in r:
+            a = r["archivebox"]
+            print(f"    ArchiveBox 0.9.73: wall {a['wall']:.1f} s, cpu {a['cpu']:.1f} s, rss {a['rss_mb']:.0f} MB, results {a['results']}")
 
 
 if __name__ == "__main__":
