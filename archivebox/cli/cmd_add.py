@@ -21,12 +21,11 @@ from archivebox.binaries import provision
 from archivebox.cli import CommandError
 from archivebox.cli.common import at_least, read_lines, setup_django
 from archivebox.cli.progress import Progress, crawl_counts
-from archivebox.cli.waiting import wait_on_others
+from archivebox.cli.waiting import embedded_workers, wait_on_others
 from archivebox.core.models import ArchiveResult, Crawl, Machine
 from archivebox.core.urlinput import PARSERS
 from archivebox.personas import store as persona_store
 from archivebox.personas.models import Persona
-from archivebox.pools import EmbeddedWorkers
 from archivebox.core import diskspace, rowsql
 from archivebox.tasks.adding import AddError, AddOptions, NothingNew, add, parse_seconds, parse_size, read_seeds
 
@@ -52,7 +51,8 @@ def register(parser) -> None:
                         help="how to read files and stdin (default auto: lists, prose, HTML, Netscape bookmarks, RSS/Atom, "
                              "Pinboard/Pocket JSON, JSONL)")
     parser.add_argument("--bg", action="store_true", help="only enqueue; return at once")
-    parser.add_argument("--workers", type=int, default=4, help="tick workers when running the pools in this process")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="tick workers when running the pools in this process (default: $TICKS_WORKERS, else 4)")
 
 
 def gather(args) -> list[str]:
@@ -96,7 +96,8 @@ def options_of(args) -> AddOptions:
 
 
 def run(args) -> int:
-    at_least(args.workers, 1, "--workers")
+    if args.workers is not None:
+        at_least(args.workers, 1, "--workers")
     at_least(args.max_urls, 0, "--max-urls")
     try:
         options = options_of(args)
@@ -148,7 +149,7 @@ DONE, INTERRUPTED, DISK_FULL = "done", "interrupted", "disk full"
 DISK_FULL_PATIENCE = 10.0
 
 
-def wait_for(crawl: Crawl, tick_workers: int) -> str:
+def wait_for(crawl: Crawl, tick_workers: int | None) -> str:
     """Block until the crawl is final (DONE), a signal stops us (INTERRUPTED) or the disk is
     full (DISK_FULL). Pools running elsewhere do the work while they stay alive; when there
     are none, or they go away while we wait, the pools run here."""
@@ -157,7 +158,7 @@ def wait_for(crawl: Crawl, tick_workers: int) -> str:
     try:
         if wait_on_others(done, progress.update):
             return DONE
-        workers = EmbeddedWorkers(tick_workers=tick_workers, sideeffect_workers=16)
+        workers = embedded_workers(tick_workers)
         workers.start()
         try:
             if workers.run_until(lambda: done() or disk_full(), progress.update):

@@ -25,7 +25,8 @@ def register(parser) -> None:
     add_filter_arguments(parser)
     parser.add_argument("--plugins", "--plugin", "-p", required=True, help="comma-separated plugins to run again, e.g. title,screenshot")
     parser.add_argument("--bg", "--no-wait", dest="bg", action="store_true", help="only queue; return at once")
-    parser.add_argument("--workers", type=int, default=4, help="tick workers when running the pools in this process")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="tick workers when running the pools in this process (default: $TICKS_WORKERS, else 4)")
 
 
 def chosen(args) -> list:
@@ -46,7 +47,8 @@ def chosen(args) -> list:
 
 
 def run(args) -> int:
-    at_least(args.workers, 1, "--workers")
+    if args.workers is not None:
+        at_least(args.workers, 1, "--workers")
     plugins = [p.strip() for p in args.plugins.split(",") if p.strip()]
     if not plugins:
         raise CommandError("--plugins is empty", code=2)

@@ -34,12 +34,19 @@ def wait_on_others(done: Callable[[], bool], on_tick: Callable[[], None] = lambd
     return True
 
 
-def run_until(done: Callable[[], bool], tick_workers: int = 4, on_tick: Callable[[], None] = lambda: None) -> bool:
+def embedded_workers(tick_workers: int | None = None) -> EmbeddedWorkers:
+    """Both pools for this process, sized as ``archivebox worker``'s: TICKS_WORKERS (or
+    ``tick_workers``, a command's ``--workers``) and SIDEEFFECTS_WORKERS threads."""
+    return EmbeddedWorkers(tick_workers=tick_workers or settings.ENGINE.ticks_workers,
+                           sideeffect_workers=settings.ENGINE.sideeffects_workers)
+
+
+def run_until(done: Callable[[], bool], tick_workers: int | None = None, on_tick: Callable[[], None] = lambda: None) -> bool:
     """Block until ``done()``: pools running elsewhere do the work while they stay alive;
     when there are none, or they go away meanwhile, they run here. False if interrupted."""
     if wait_on_others(done, on_tick):
         return True
-    workers = EmbeddedWorkers(tick_workers=tick_workers, sideeffect_workers=16)
+    workers = embedded_workers(tick_workers)
     workers.start()
     try:
         return workers.run_until(done, on_tick)

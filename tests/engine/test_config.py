@@ -111,3 +111,18 @@ def test_module_lists_come_through_the_config_like_every_key(tmp_path):
     from_env = EngineConfig.from_env({"FORKSERVER_PRELOAD": "csv,,wave "}, data_dir=tmp_path)
     assert from_env.forkserver_preload == ("csv", "wave")
     assert EngineConfig.from_env({}, data_dir=tmp_path / "nowhere").lifecycle_plugins == ()
+
+
+def test_a_foreground_commands_own_pools_are_sized_by_the_config():
+    """`add`, `update`, `extract` and `remove` ran their embedded side-effects pool with 16
+    threads whatever SIDEEFFECTS_WORKERS said (`worker` and `server` read it)."""
+    from django.conf import settings
+    from django.test import override_settings
+
+    from archivebox.cli.waiting import embedded_workers
+
+    with override_settings(ENGINE=dataclasses.replace(settings.ENGINE, ticks_workers=3, sideeffects_workers=5)):
+        ticks, sideeffects = embedded_workers().consumers
+        assert (ticks.workers, sideeffects.workers) == (3, 5)
+        ticks, sideeffects = embedded_workers(tick_workers=2).consumers  # a command's --workers
+        assert (ticks.workers, sideeffects.workers) == (2, 5)
