@@ -87,7 +87,7 @@ class PssSampler:
 
     def __init__(self):
         self.peak = 0
-        self._cpu: dict[int, tuple[str, float]] = {}
+        self._cpu: dict[tuple[int, float], tuple[str, float]] = {}  # (pid, start time): a reused PID is another process
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -114,7 +114,7 @@ class PssSampler:
                     try:
                         with proc.oneshot():
                             times = proc.cpu_times()
-                            self._cpu[proc.pid] = (process_kind(proc.cmdline()), times.user + times.system)
+                            self._cpu[(proc.pid, proc.create_time())] = (process_kind(proc.cmdline()), times.user + times.system)
                     except psutil.Error:
                         continue
 
