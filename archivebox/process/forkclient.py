@@ -217,7 +217,7 @@ class ForkClient:
             if time.monotonic() - self._failed_at < RETRY_START_AFTER:
                 raise ForkServerError("the fork server failed to start recently")
             address = f"\0archivebox-forkserver-{os.getpid()}-{secrets.token_hex(6)}".encode()
-            cmd = [sys.executable, "-I", "-m", "archivebox.process.forkserver", address.hex()]
+            cmd = [sys.executable, "-I", "-m", "archivebox.process.forkserver", address.hex(), str(os.getpid())]
             env = runner.base_env()
             if settings.ENGINE.forkserver_preload:
                 env["FORKSERVER_PRELOAD"] = ",".join(settings.ENGINE.forkserver_preload)

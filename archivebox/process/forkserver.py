@@ -257,7 +257,7 @@ def write_status(path: str, code: int) -> None:
 
 
 class Server:
-    def __init__(self, address: bytes):
+    def __init__(self, address: bytes, parent: int):
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(address)
         self.listener.listen(128)
@@ -267,7 +267,9 @@ class Server:
         os.set_blocking(self.wake_w, False)
         signal.signal(signal.SIGCHLD, self.on_child)
         signal.signal(signal.SIGTERM, self.stop)
-        self.parent = os.getppid()
+        # The worker that started us, by the PID it gave (not our parent at this moment: a
+        # worker killed while we were starting has already left us to init).
+        self.parent = parent
         self.running = True
         self.scripts = ScriptCache()
 
@@ -370,8 +372,11 @@ class Server:
 
 def main() -> None:
     address = bytes.fromhex(sys.argv[1])
+    parent = int(sys.argv[2]) if len(sys.argv) > 2 else os.getppid()
+    if os.getppid() != parent:
+        return  # the worker that started us is already gone
     preload()
-    server = Server(address)
+    server = Server(address, parent)
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     server.serve()

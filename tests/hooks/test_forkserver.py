@@ -9,13 +9,14 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import textwrap
 
 import pytest
 
 from archivebox.process import forkclient, forkserver
 
-from .util import wait_until
+from .util import kill_quietly, pid_dead, wait_until
 
 
 @pytest.fixture
@@ -180,3 +181,21 @@ def test_a_script_names_modules_the_server_keeps_imported(fork, tmp_path):
     # only a top-level assignment of string literals counts
     elsewhere = write(tmp_path / "elsewhere.py", "def f():\n    FORKSERVER_PRELOAD = ('wave',)\n" + probe)
     assert fork(elsewhere)[1] == "['colorsys']\n"
+
+
+def test_a_server_whose_worker_died_while_it_started_exits(tmp_path):
+    """Regression: a worker SIGKILLed right after it launched its fork server left the server
+    to init before the server noted its parent, so the server took init for its worker and
+    never saw it go (the chaos test's random kills left one running). The worker now passes
+    its PID."""
+    address = f"\0archivebox-forkserver-test-{os.getpid()}-{tmp_path.name}".encode().hex()
+    # sh starts the server in the background, says its PID, and is killed at once: the server
+    # is still importing when its worker is gone.
+    launcher = subprocess.run(
+        ["sh", "-c", f'"$0" -I -m archivebox.process.forkserver {address} $$ >/dev/null 2>&1 & echo $!; kill -9 $$',
+         sys.executable], capture_output=True, text=True, timeout=30)
+    server = int(launcher.stdout.split()[0])
+    try:
+        wait_until(lambda: pid_dead(server), timeout=15, message="the orphaned fork server to exit")
+    finally:
+        kill_quietly(server)
