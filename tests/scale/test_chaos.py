@@ -307,7 +307,27 @@ def summary(name: str, seed: int, kills: list[str], findings: dict[str, list[str
 # What must be empty for the run to pass (the rest of the findings only explain them).
 MUST_BE_EMPTY = ("rows_not_as_expected", "rows_not_final", "failed_results", "overlaps", "concurrent_runs", "reruns_after_success",
                  "untracked_hook_processes", "hook_processes_left", "results_without_a_succeeded_run", "ledger_oddities",
-                 "pools_died")
+                 "pools_died", "engine_processes_left")
+
+
+def engine_processes_left(collection: Collection, timeout: float = 5.0) -> list[str]:
+    """Processes of the engine (pools, fork servers) still working in the collection
+    ``timeout`` seconds after every pool was stopped (a fork server checks its worker once a
+    second); hooks are the watch's business."""
+    root = str(collection.root)
+
+    def alive() -> list[str]:
+        found = []
+        for proc in psutil.process_iter(["cmdline", "cwd", "status"]):
+            cmdline = " ".join(proc.info["cmdline"] or [])
+            if proc.info["status"] != psutil.STATUS_ZOMBIE and proc.info["cwd"] == root and "archivebox" in cmdline:
+                found.append(f"pid {proc.pid}: {cmdline[:120]}")
+        return found
+
+    deadline = time.monotonic() + timeout
+    while (left := alive()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
 
 
 @pytest.mark.slow
@@ -348,6 +368,7 @@ def test_random_sigkills_of_either_pool_lose_no_hook_outcome(request, tmp_path, 
                     for name, proc in pools.items() if proc.poll() is not None]
         finally:
             collection.stop_all(signal.SIGINT)
+        engine_left = engine_processes_left(collection)
         requested = set(site.server.requested_paths())
 
     elapsed = time.monotonic() - began
@@ -359,6 +380,7 @@ def test_random_sigkills_of_either_pool_lose_no_hook_outcome(request, tmp_path, 
     findings["results_without_a_succeeded_run"] = results_without_a_succeeded_run(collection, runs)
     findings["ledger_oddities"] = odd
     findings["pools_died"] = died
+    findings["engine_processes_left"] = engine_left
     report = summary(backend, seed, kills, findings, runs, elapsed, hook_row_reasons(collection))
     report += f"\n  process watch: {watch.samples} samples, at most {watch.most_seen} hook processes at once"
     print(report, file=sys.stderr, flush=True)
