@@ -324,10 +324,11 @@ def engine_processes_left(collection: Collection, timeout: float = 5.0) -> list[
                 found.append(f"pid {proc.pid}: {cmdline[:120]}")
         return found
 
-    deadline = time.monotonic() + timeout
-    while (left := alive()) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return left
+    try:
+        wait_until(lambda: not alive(), timeout=timeout, interval=0.2, message="the engine's processes to end")
+    except AssertionError:
+        return alive()
+    return []
 
 
 @pytest.mark.slow
