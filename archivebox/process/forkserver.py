@@ -371,10 +371,7 @@ class Server:
 
 
 def main() -> None:
-    address = bytes.fromhex(sys.argv[1])
-    parent = int(sys.argv[2]) if len(sys.argv) > 2 else os.getppid()
-    if os.getppid() != parent:
-        return  # the worker that started us is already gone
+    address, parent = bytes.fromhex(sys.argv[1]), int(sys.argv[2])
     preload()
     server = Server(address, parent)
     sys.stdout.write("ready\n")
