@@ -79,7 +79,7 @@ def process_kind(cmdline: list[str]) -> str:
     return "python"
 
 
-class PssSampler:
+class TreeSampler:
     """The peak PSS of the process tree of the newest ``archivebox`` child of this process,
     and the CPU seconds each kind of process in it used (the last figure seen of each
     process: within 0.2 s of its end; rusage misses Chromium's renderers, whose parent
@@ -146,7 +146,7 @@ def one_run(scratch: Scratch, design: str, venv_bin: Path, pages: int) -> dict:
         env = {**os.environ, "DATA_DIR": str(data_dir), "PLUGINS": DESIGNS[design]}
         env.pop("PYTHONPATH", None)
         subprocess.run([str(venv_bin / "archivebox"), "init", "-q"], env=env, check=True)
-        with PssSampler() as pss:
+        with TreeSampler() as tree:
             run = run_measured([str(venv_bin / "archivebox"), "add", "--file", str(listing)], env)
         if run.returncode != 0:
             raise SystemExit(f"{design}: archivebox add failed ({run.returncode}):\n{run.stdout}\n{run.stderr[-3000:]}")
@@ -159,7 +159,7 @@ def one_run(scratch: Scratch, design: str, venv_bin: Path, pages: int) -> dict:
     leftovers = [p.pid for p in psutil.process_iter(["cmdline"]) if str(data_dir) in " ".join(p.info.get("cmdline") or [])]
     return {
         "design": design, "pages": pages, "wall": run.wall, "cpu": run.cpu, "rss_mb": run.peak_rss / 2**20,
-        "pss_mb": pss.peak / 2**20, "cpu_by_kind": pss.cpu_by_kind(), "per_page": per_page_seconds(data_dir),
+        "pss_mb": tree.peak / 2**20, "cpu_by_kind": tree.cpu_by_kind(), "per_page": per_page_seconds(data_dir),
         "titles_right": sum(titles.get(page.path) == page.title for page in scripted), "scripted": len(scripted),
         "results": {status: sum(r["status"] == status for r in results) for status in sorted({r["status"] for r in results})},
         "leftovers": leftovers,
