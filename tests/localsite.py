@@ -33,6 +33,7 @@ Only 127.0.0.1 is ever bound or contacted.
 
 import contextlib
 import os
+import socket
 import struct
 import sys
 import threading
@@ -327,6 +328,8 @@ class Request:
     host: str
     user_agent: str
     time: float
+    # TCP_NODELAY on the connection it came in on (see Handler.disable_nagle_algorithm).
+    nodelay: bool = False
 
 
 class SiteServer:
@@ -362,6 +365,10 @@ class SiteServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in two writes; with Nagle's algorithm on, the body then
+            # waits for the client's delayed ACK (40 ms on Linux) on every keep-alive response.
+            # Real servers send with TCP_NODELAY (nginx's default), so this one does too.
+            disable_nagle_algorithm = True
 
             def log_message(self, fmt, *args):  # keep test output quiet
                 return
@@ -371,7 +378,8 @@ class SiteServer:
 
             def do_GET(self, head=False):
                 server.requests.append(Request(self.command, self.path, self.headers.get("Host", ""),
-                                               self.headers.get("User-Agent", ""), time.time()))
+                                               self.headers.get("User-Agent", ""), time.time(),
+                                               bool(self.connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))))
                 parts = urlsplit(self.path)
                 query = parse_qs(parts.query)
                 path = unquote(parts.path)
