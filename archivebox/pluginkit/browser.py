@@ -1,8 +1,9 @@
 """One page load in a tab of a Chromium reached over CDP, and the captures made from it.
 
 Used by the ``chrome`` plugin's hook (and any plugin that wants the same): :func:`visit`
-connects to ``CHROME_CDP_URL`` (or launches a binary), opens a tab in a browser context of
-its own, loads the page, lets it settle, scrolls it, and writes each asked-for capture
+connects to ``CHROME_CDP_URL`` (or launches a binary), takes a tab (:class:`KeptTab`: the
+one its tab slot's last run of the crawl left, else a new one in a browser context of its
+own), loads the page, lets it settle, scrolls it, and writes each asked-for capture
 (:data:`CAPTURES`) into the current folder; :class:`Visit` is what it saw.
 
 The DevTools protocol is spoken through cdp-use (the maintained, typed CDP client of the
@@ -137,26 +138,67 @@ def console_text(args):
     return " ".join(parts)
 
 
-class Tab:
-    """One tab, in a browser context of its own (no cookies shared between snapshots, and
-    a window of its own: tabs behind another in one window are not painted), driven over
-    a CDP session of the client's connection. Records what the page does in ``visit``."""
+class KeptTab:
+    """The file of the tab slot this run holds (``CHROME_TAB_FILE``, from the engine's
+    browser, see archivebox.process.browser): the browser context and tab that the last run
+    holding the slot left open, and the crawl they served. Opening and closing a tab costs
+    Chromium about 0.6 CPU-second, more than loading and capturing a simple page, so a run
+    of the same crawl loads its page in that tab; the first run of another crawl disposes
+    of the context (its cookies and storage go with it) and opens a new one. Snapshots of
+    one crawl thus share cookies, as they do in ArchiveBox (one browser profile per crawl).
+    A run passes its tab on only after a clean visit (see :func:`load_and_capture`)."""
 
-    def __init__(self, client, visit):
+    def __init__(self, path, crawl):
+        self.path = path
+        self.crawl = crawl
+
+    def read(self):
+        try:
+            with open(self.path) as f:
+                left = json.load(f)
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as err:
+            log(f"WARNING: cannot read the kept tab's file: {err}")
+            return {}
+        return left if isinstance(left, dict) else {}
+
+    def write(self, context_id, target_id):
+        """Name the context (and tab) now held; False if the file cannot be written."""
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            write_atomic(self.path, json.dumps({"crawl": self.crawl, "context": context_id, "target": target_id}))
+            return True
+        except OSError as err:  # the browser was replaced under this run: its profile is gone
+            log(f"WARNING: cannot keep the tab for the next page: {err}")
+            return False
+
+    def forget(self):
+        try:
+            os.remove(self.path)
+        except FileNotFoundError:
+            pass
+        except OSError as err:
+            log(f"WARNING: cannot remove the kept tab's file: {err}")
+
+
+class Tab:
+    """One tab, in a browser context of its own (a window of its own: tabs behind another
+    in one window are not painted), driven over a CDP session of the client's connection.
+    Records what the page does in ``visit``. With a :class:`KeptTab`, it is the one the
+    last run of the crawl left in the slot, if any, and may be left for the next."""
+
+    def __init__(self, client, visit, kept=None):
         self.client = client
         self.visit = visit
+        self.kept = kept
         self.context_id = self.target_id = self.session_id = None
         self.loaded = None  # a future, set by the main frame's load event
         self.crashed = None  # a future, set if the tab's renderer dies
 
     async def open(self, size, user_agent, ignore_https_errors, cookies):
-        send = self.client.send
-        self.context_id = (await bounded(send.Target.createBrowserContext(
-            params={"disposeOnDetach": True}), START_TIMEOUT))["browserContextId"]
-        self.target_id = (await bounded(send.Target.createTarget(
-            params={"url": "about:blank", "browserContextId": self.context_id}), START_TIMEOUT))["targetId"]
-        self.session_id = (await bounded(send.Target.attachToTarget(
-            params={"targetId": self.target_id, "flatten": True}), START_TIMEOUT))["sessionId"]
+        if not (self.kept and await self._reuse()):
+            await self._create()
         self.crashed = asyncio.get_running_loop().create_future()
         self.crashed.add_done_callback(lambda crash: crash.exception())  # read by send(), or by nobody
         self.watch()
@@ -170,6 +212,43 @@ class Tab:
         if cookies:
             setup.append(self.send("Network.setCookies", {"cookies": cookies}))
         await asyncio.gather(*setup)
+
+    async def _reuse(self):
+        """Attach to the tab the slot's last run left for this crawl; False if there is none
+        (a context left for another crawl, or without its tab, is disposed of)."""
+        left = self.kept.read()
+        if left.get("crawl") == self.kept.crawl and left.get("target"):
+            try:
+                self.session_id = (await bounded(self.client.send.Target.attachToTarget(
+                    params={"targetId": left["target"], "flatten": True}), START_TIMEOUT))["sessionId"]
+                self.context_id, self.target_id = left["context"], left["target"]
+                self.visit.info["tab"] = "kept"
+                return True
+            except RuntimeError as err:  # cdp-use's form of the browser's error: the tab is gone
+                log(f"the kept tab is gone ({err}): opening a new one")
+        if left.get("context"):
+            try:
+                await bounded(self.client.send.Target.disposeBrowserContext(
+                    params={"browserContextId": left["context"]}), START_TIMEOUT)
+            except RuntimeError:
+                pass  # already gone with its browser, or disposed of by its last run
+        return False
+
+    async def _create(self):
+        send = self.client.send
+        # A context this run may pass on must outlive its connection; any other goes with
+        # the connection, even if this hook is killed.
+        self.context_id = (await bounded(send.Target.createBrowserContext(
+            params={"disposeOnDetach": self.kept is None}), START_TIMEOUT))["browserContextId"]
+        if self.kept and not self.kept.write(self.context_id, None):  # named before its tab: a run killed
+            self.kept = None                                           # now leaves the next run its context
+        self.target_id = (await bounded(send.Target.createTarget(
+            params={"url": "about:blank", "browserContextId": self.context_id}), START_TIMEOUT))["targetId"]
+        self.session_id = (await bounded(send.Target.attachToTarget(
+            params={"targetId": self.target_id, "flatten": True}), START_TIMEOUT))["sessionId"]
+        if self.kept and not self.kept.write(self.context_id, self.target_id):
+            self.kept = None
+        self.visit.info["tab"] = "new"
 
     def watch(self):
         """Route the events of this tab's session to the visit (cdp-use calls one callback
@@ -306,9 +385,20 @@ class Tab:
         await self.send("Runtime.terminateExecution", timeout=PROBE_TIMEOUT)
         await disable
 
-    async def close(self):
+    async def close(self, pass_on=False):
+        """Dispose of the tab's context, or with ``pass_on`` leave the tab on a blank page
+        for the slot's next run. Returns whether it was passed on."""
+        if pass_on and self.kept:
+            try:
+                await self.send("Page.navigate", {"url": "about:blank"}, timeout=PROBE_TIMEOUT)
+                return True
+            except (asyncio.TimeoutError, CDPError) as err:
+                log(f"the tab is not passed on: {err}")
         if self.context_id:
+            if self.kept:
+                self.kept.forget()
             await self.client.send.Target.disposeBrowserContext(params={"browserContextId": self.context_id})
+        return False
 
 
 def load_cookies(path):
@@ -420,6 +510,8 @@ async def visit_page(url, wanted, browser_source, deadline):
     options = (window_size(), user_agent, not check_ssl, load_cookies(env_str("COOKIES_FILE", "")))
     kind, where = browser_source
     launched = Launched(where) if kind == "launch" else None
+    tab_file = env_str("CHROME_TAB_FILE", "") if kind == "cdp" else ""
+    kept = KeptTab(tab_file, env_str("CRAWL_DIR", "")) if tab_file else None
     try:
         endpoint = await launched.endpoint() if launched else await websocket_url(where)
         client = CDPClient(endpoint, max_ws_frame_size=MAX_MESSAGE)
@@ -427,7 +519,7 @@ async def visit_page(url, wanted, browser_source, deadline):
         try:
             for attempt in range(1, RENDERER_TRIES + 1):
                 try:
-                    visit = await load_and_capture(client, url, wanted, options, deadline)
+                    visit = await load_and_capture(client, url, wanted, options, deadline, kept)
                 except RendererGone as err:
                     if attempt == RENDERER_TRIES or deadline - time.monotonic() < 10:
                         raise
@@ -442,12 +534,17 @@ async def visit_page(url, wanted, browser_source, deadline):
             launched.stop()
 
 
-async def load_and_capture(client, url, wanted, options, deadline):
-    """One page load in a new tab and the captures made from it; the tab is closed after."""
+async def load_and_capture(client, url, wanted, options, deadline, kept=None):
+    """One page load in a tab (the slot's kept one, else a new one) and the captures made
+    from it. After a clean visit (loaded, no script stopped, no popup open, every capture
+    made) the tab is passed on through ``kept``; otherwise its context is disposed of."""
     visit = Visit(url)
-    tab = Tab(client, visit)
+    tab = Tab(client, visit, kept)
+    clean = False
     try:
+        started = time.monotonic()
         await tab.open(*options)
+        visit.info["open_ms"] = round((time.monotonic() - started) * 1000)
         write_atomic(TARGET_FILE, tab.target_id)  # if this hook dies before it closes its tab, the engine does
         await load(tab, visit, url, env_int("CHROME_PAGELOAD_TIMEOUT", 30, fallbacks=()))
         status = visit.info["status"]
@@ -455,9 +552,13 @@ async def load_and_capture(client, url, wanted, options, deadline):
             await settle(tab, visit, deadline)
             for name in wanted:
                 await save_capture(name, tab, visit, deadline)
+        clean = (visit.info["loaded"] == "load" and not visit.info["scripts_stopped"]
+                 and not any("error" in item for item in visit.info["captures"].values())
+                 and all(popup["blocked"] for popup in visit.info["popups"]))
     finally:
         try:
-            await bounded(tab.close(), PROBE_TIMEOUT * 2)
+            if await bounded(tab.close(pass_on=clean), PROBE_TIMEOUT * 2):
+                os.remove(TARGET_FILE)  # the engine closes the tab named there: this one lives on
         except (asyncio.TimeoutError, CDPError, RuntimeError, ConnectionError, WebSocketException) as err:
             # (RuntimeError: how cdp-use reports the browser's error; the others: the browser is gone)
             log(f"WARNING: could not close the tab: {err}")
@@ -513,6 +614,7 @@ async def save_capture(name, tab, visit, deadline, tries=2):
         if left <= 1:
             visit.info["captures"][name] = {"error": "no time left in CHROME_TIMEOUT"}
             return
+        started = time.monotonic()
         try:
             data = await bounded(capture(name, tab, env_bool("SCREENSHOT_FULL_PAGE", True)), min(STEP_TIMEOUT, left))
         except asyncio.TimeoutError:
@@ -526,7 +628,8 @@ async def save_capture(name, tab, visit, deadline, tries=2):
             await asyncio.sleep(0.2)
             continue
         write_atomic(path, data)
-        visit.info["captures"][name] = {"file": path, "bytes": os.path.getsize(path)}
+        visit.info["captures"][name] = {"file": path, "bytes": os.path.getsize(path),
+                                        "ms": round((time.monotonic() - started) * 1000)}
         return
 
 

@@ -7,6 +7,10 @@ declares ``CHROME_CDP_URL``, see :mod:`archivebox.sideeffects.browsing`) holds a
 endpoint; the hook opens its own tab there over CDP.
 
 - **Tabs are bounded**: at most BROWSER_MAX_TABS leases at once; further hook runs wait.
+  Each lease holds one of that many *tab slots*, and names a file in the browser's profile
+  where the hook run may leave its tab for the next run that holds the slot
+  (:attr:`Lease.tab_file`): opening and closing a tab costs Chromium more CPU than
+  loading and capturing a simple page, so the chrome hook keeps one per slot.
 - **Crashed or hung**: a watchdog thread checks every BROWSER_CHECK_INTERVAL that the
   process lives and that its DevTools endpoint answers within BROWSER_HANG_TIMEOUT. A dead
   or hung browser is killed (its process group) and its row closed; its generation is
@@ -55,13 +59,14 @@ logger = logging.getLogger(__name__)
 CHROME_CANDIDATES = ("chromium", "chromium-browser", "google-chrome")
 
 # Headless, quiet (no sync, updates, crash reports or background requests to closed
-# ports), DevTools on a free local port plus the pipe that ties it to this worker.
+# ports), no back-forward cache (a tab passed from page to page keeps no earlier page in
+# memory), DevTools on a free local port plus the pipe that ties it to this worker.
 CHROME_FLAGS = (
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
     "--disable-default-apps", "--mute-audio", "--hide-scrollbars", "--disable-dev-shm-usage",
     "--disable-extensions", "--disable-breakpad", "--no-default-browser-check",
-    "--password-store=basic", "--use-mock-keychain", "--disable-features=Translate,MediaRouter,OptimizationHints",
+    "--password-store=basic", "--use-mock-keychain", "--disable-features=Translate,MediaRouter,OptimizationHints,BackForwardCache",
     "--remote-debugging-port=0", "--remote-debugging-pipe",
 )
 # After a failed start, leases are refused (the hooks run without it) for this long.
@@ -82,6 +87,10 @@ class Lease:
     cdp_url: str  # ws://127.0.0.1:PORT/devtools/browser/ID
     pid: int
     generation: int
+    # The file, kept by the hook runs that hold this tab slot one after the other, naming
+    # the tab they pass on (in the browser's profile: gone with the browser); "" for the
+    # endpoint without a tab (Browser.endpoint).
+    tab_file: str = ""
 
 
 @dataclass
@@ -97,8 +106,9 @@ class _Instance:
     def row(self) -> Process:
         return self.running.row
 
-    def lease(self) -> Lease:
-        return Lease(self.cdp_url, self.running.pid, self.generation)
+    def lease(self, slot: int | None = None) -> Lease:
+        tab_file = "" if slot is None else str(self.profile / "tabs" / f"{slot}.json")
+        return Lease(self.cdp_url, self.running.pid, self.generation, tab_file)
 
 
 def find_binary(configured: str) -> tuple[str | None, str]:
@@ -188,7 +198,7 @@ class Browser:
         self._instance: _Instance | None = None
         self._generation = 0
         self._lost: set[int] = set()
-        self._in_use = 0
+        self._slots: set[int] = set()  # tab slots held by leases
         self._recycle = False
         self._closed = False
         self._failed: tuple[float, str] | None = None
@@ -206,19 +216,20 @@ class Browser:
         """Hold one of BROWSER_MAX_TABS tabs of a running browser (started if needed) for as
         long as the ``with`` block; raises :class:`BrowserUnavailable` if there is none."""
         with self._cond:
-            while self._closed or self._recycle or self._in_use >= self.config.browser_max_tabs:
+            while self._closed or self._recycle or len(self._slots) >= self.config.browser_max_tabs:
                 if self._closed:
                     raise BrowserUnavailable("the worker is stopping")
                 self._cond.wait(0.5)
             instance = self._ensure()
-            self._in_use += 1
-            held = instance.lease()
+            slot = min(set(range(self.config.browser_max_tabs)) - self._slots)
+            self._slots.add(slot)
+            held = instance.lease(slot)
         try:
             yield held
         finally:
             with self._cond:
-                self._in_use -= 1
-                if self._recycle and self._in_use == 0 and self._instance is not None:
+                self._slots.discard(slot)
+                if self._recycle and not self._slots and self._instance is not None:
                     self._replace(self._instance, "recycled: over BROWSER_MAX_MEMORY", lost=False)
                 self._cond.notify_all()
 
@@ -262,7 +273,7 @@ class Browser:
 
     def in_use(self) -> int:
         with self._cond:
-            return self._in_use
+            return len(self._slots)
 
     def current(self) -> Process | None:
         """The Process row of the running browser, if any."""
@@ -300,7 +311,7 @@ class Browser:
                 logger.info("chromium (pid %s) uses %.0f MB, over BROWSER_MAX_MEMORY=%s: recycling it between pages",
                             instance.running.pid, used, config.browser_max_memory)
                 self._recycle = True
-                if self._in_use == 0:
+                if not self._slots:
                     self._replace(instance, "recycled: over BROWSER_MAX_MEMORY", lost=False)
                 return "recycle"
         return ""

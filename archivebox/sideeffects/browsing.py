@@ -33,6 +33,7 @@ logger = logging.getLogger(__name__)
 ENDPOINT_KEY = "CHROME_CDP_URL"
 TARGET_FILE = "target_id.txt"
 KEEPALIVE_KEY = "CHROME_KEEPALIVE"
+TAB_FILE_KEY = "CHROME_TAB_FILE"
 
 
 def wants_browser(schema: Mapping[str, object], config_env: Mapping[str, str]) -> bool:
@@ -62,6 +63,8 @@ def browser_for(schema: Mapping[str, object], env: MutableMapping[str, str], cra
             # The browser is the engine's: abx-plugins' hooks close a browser they were
             # given (Browser.close at their cleanup) unless told to keep it alive.
             env[KEEPALIVE_KEY] = "true"
+            if lease.tab_file:  # the tab slot's file: the chrome hook passes its tab on through it
+                env[TAB_FILE_KEY] = lease.tab_file
             publish(crawl_dir / "chrome", lease)
             held.callback(close_left_tab, lease, hook_dir / TARGET_FILE)
         yield lease

@@ -49,8 +49,13 @@ def test_a_lease_starts_one_browser_shared_by_the_next(browser):
         row = Process.objects.get(kind="browser")
         assert (row.status, row.pid, row.label) == ("running", first.pid, "chromium")
         with browser.lease() as second:
-            assert second == first  # the same browser, one more tab
+            assert (second.cdp_url, second.pid) == (first.cdp_url, first.pid)  # the same browser, one more tab
             assert browser.in_use() == 2
+            # each lease holds a tab slot of its own, whose file lives in the browser's profile
+            assert second.tab_file != first.tab_file
+            assert os.path.dirname(first.tab_file) == os.path.join(row.pwd, "tabs")
+        with browser.lease() as third:
+            assert third.tab_file == second.tab_file  # a slot given back is taken again
     assert browser.in_use() == 0
     profile = row.pwd
     browser.stop()
@@ -198,6 +203,7 @@ def test_a_hook_run_gets_the_endpoint_and_its_left_tab_is_closed(tmp_path):
             (hook_dir / "target_id.txt").write_text(target)
             assert target in tab_ids(http)
             assert env["CHROME_CDP_URL"] == lease.cdp_url and env["CHROME_KEEPALIVE"] == "true"
+            assert env["CHROME_TAB_FILE"] == lease.tab_file and lease.tab_file
             published = tmp_path / "crawl" / "chrome"
             assert (published / "cdp_url.txt").read_text() == lease.cdp_url
             assert (published / "chrome.pid").read_text() == str(lease.pid)
@@ -213,6 +219,7 @@ def test_a_hook_run_gets_the_endpoint_and_its_left_tab_is_closed(tmp_path):
         service_env = {}
         with browsing.browser_for({"CHROME_CDP_URL": {}}, service_env, tmp_path / "crawl", hook_dir, background=True) as svc:
             assert service_env["CHROME_CDP_URL"] == svc.cdp_url and BROWSER.in_use() == 0
+            assert "CHROME_TAB_FILE" not in service_env  # it holds no tab slot
     finally:
         BROWSER.stop()
         BROWSER.reopen()

@@ -164,7 +164,8 @@ def test_a_capture_that_fails_once_is_tried_again(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     visit = browser.Visit("http://127.0.0.1/")
     asyncio.run(browser.save_capture("pdf", FlakyTab(), visit, time.monotonic() + 30))
-    assert FlakyTab.calls == 2 and visit.info["captures"]["pdf"] == {"file": "output.pdf", "bytes": 13}
+    saved = visit.info["captures"]["pdf"]
+    assert FlakyTab.calls == 2 and (saved["file"], saved["bytes"]) == ("output.pdf", 13) and saved["ms"] >= 0
     # one that keeps failing is reported with its error
     class BrokenTab:
         async def pdf(self):
@@ -210,3 +211,99 @@ def test_a_renderer_that_goes_away_mid_load_is_replaced_by_a_new_tab(tmp_path, s
         assert len([r for r in server.requests if r.path == "/slow.html"]) == 2
         assert "slowpageword" in open(run.path("output.html")).read()
     _assert_clean(chrome_tmp)
+
+
+@pytest.fixture
+def shared_chrome(chrome_tmp):
+    """A Chromium started as the engine's would be, for hook runs given its endpoint and a
+    tab slot's file (CHROME_TAB_FILE): ``(cdp_url, http_url, tab_file)``."""
+    import subprocess
+    import urllib.request
+    profile = os.path.join(chrome_tmp, "profile")
+    proc = subprocess.Popen([CHROME, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                             "--disable-features=BackForwardCache", f"--user-data-dir={profile}",
+                             "--remote-debugging-port=0", "about:blank"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    port_file = os.path.join(profile, "DevToolsActivePort")
+    try:
+        wait_until(lambda: os.path.exists(port_file) and len(open(port_file).read().split()) >= 2, timeout=20,
+                   message="chromium's DevTools port")
+        port, path = open(port_file).read().split()[:2]
+        http = f"http://127.0.0.1:{port}"
+        wait_until(lambda: urllib.request.urlopen(f"{http}/json/version", timeout=2).status == 200, timeout=20,
+                   message="chromium's DevTools endpoint")
+        yield f"ws://127.0.0.1:{port}{path}", http, os.path.join(profile, "tabs", "0.json")
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _page_targets(http):
+    import urllib.request
+    return {t["id"]: t["url"] for t in json.load(urllib.request.urlopen(f"{http}/json/list", timeout=5)) if t["type"] == "page"}
+
+
+@needs_chrome
+def test_a_clean_visit_passes_its_tab_to_the_next_page_of_the_same_crawl(tmp_path, snapshot_factory, shared_chrome):
+    """Opening and closing a tab costs Chromium more than a simple page: after a clean visit
+    the hook leaves its tab (on about:blank) for the next run holding its tab slot. Pages of
+    the same crawl load in it and share its cookies; the first page of another crawl gets a
+    new context, and the old one is disposed of."""
+    from localsite import SiteServer
+    cdp_url, http, tab_file = shared_chrome
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "set.html").write_text(
+        "<html><head><title>x</title></head><body><script>document.cookie = 'seen=yes'; document.title = 'set';"
+        "</script></body></html>")
+    (tmp_path / "site" / "get.html").write_text(
+        "<html><head><title>x</title></head><body><script>document.title = document.cookie || 'none';</script>"
+        "</body></html>")
+    env = {"CHROME_CDP_URL": cdp_url, "CHROME_TAB_FILE": tab_file, "CHROME_RESOLUTION": "800,600"}
+    with SiteServer(str(tmp_path / "site")) as server:
+        first = snapshot_factory(server.base_url + "/set.html").run("chrome", env=env)
+        assert first.status == "succeeded", first
+        kept = json.load(open(tab_file))
+        assert json.load(open(first.path("navigation.json")))["tab"] == "new"
+        assert _page_targets(http).get(kept["target"]) == "about:blank"
+        assert not os.path.exists(first.path("target_id.txt"))  # the engine would close a tab named there
+
+        second = snapshot_factory(server.base_url + "/get.html").run("chrome", env=env)
+        assert second.status == "succeeded", second
+        assert json.load(open(second.path("navigation.json")))["tab"] == "kept"
+        assert json.load(open(tab_file)) == kept
+        assert open(second.path("title.txt")).read().strip() == "seen=yes"  # one crawl: one cookie jar
+
+        other = snapshot_factory(server.base_url + "/get.html").run(
+            "chrome", env={**env, "CRAWL_DIR": str(tmp_path / "data" / "crawls" / "another")})
+        assert other.status == "succeeded", other
+        assert json.load(open(other.path("navigation.json")))["tab"] == "new"
+        assert open(other.path("title.txt")).read().strip() == "none"  # never shared between crawls
+        now = json.load(open(tab_file))
+        assert now["target"] != kept["target"] and now["context"] != kept["context"]
+        assert kept["target"] not in _page_targets(http)  # the other crawl's context went with its tab
+        assert set(_page_targets(http)) >= {now["target"]}
+
+
+@needs_chrome
+def test_a_visit_that_is_not_clean_does_not_pass_its_tab_on(tmp_path, snapshot_factory, shared_chrome):
+    """A page whose script had to be stopped leaves scripts disabled in its tab: the tab is
+    closed with its context and the slot's file removed; the next run opens a new one."""
+    from localsite import SiteServer
+    cdp_url, http, tab_file = shared_chrome
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "ok.html").write_text("<html><head><title>Fine</title></head><body>fine</body></html>")
+    (tmp_path / "site" / "loop.html").write_text(
+        "<html><head><title>Loop</title></head><body><p>loopword</p><script>while (true) {}</script></body></html>")
+    env = {"CHROME_CDP_URL": cdp_url, "CHROME_TAB_FILE": tab_file, "CHROME_RESOLUTION": "800,600",
+           "CHROME_PAGELOAD_TIMEOUT": "3"}
+    with SiteServer(str(tmp_path / "site")) as server:
+        assert snapshot_factory(server.base_url + "/ok.html").run("chrome", env=env).status == "succeeded"
+        kept = json.load(open(tab_file))
+        looped = snapshot_factory(server.base_url + "/loop.html").run("chrome", env=env)
+        navigation = json.load(open(looped.path("navigation.json")))
+        assert navigation["tab"] == "kept" and navigation["scripts_stopped"] is True
+        assert not os.path.exists(tab_file)
+        wait_until(lambda: kept["target"] not in _page_targets(http), timeout=10, message="the tab to close")
+        after = snapshot_factory(server.base_url + "/ok.html").run("chrome", env=env)
+        assert after.status == "succeeded" and json.load(open(after.path("navigation.json")))["tab"] == "new"
+        assert open(after.path("title.txt")).read().strip() == "Fine"

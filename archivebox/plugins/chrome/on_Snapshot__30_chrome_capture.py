@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Load the page once in a tab of the shared Chromium and write every browser capture.
 
-One navigation serves every browser plugin: this hook opens a tab (a fresh browser
-context: no cookies shared between snapshots) in the browser whose DevTools endpoint
-the engine passes in ``CHROME_CDP_URL`` (the worker's supervised Chromium; without one,
-as when run on its own, it launches ``CHROME_BINARY`` itself), loads ``--url``, lets
+One navigation serves every browser plugin: this hook takes a tab in the browser whose
+DevTools endpoint the engine passes in ``CHROME_CDP_URL`` (the worker's supervised
+Chromium; without one, as when run on its own, it launches ``CHROME_BINARY`` itself):
+the tab its tab slot's last run left for the same crawl (``CHROME_TAB_FILE``), else a
+new one in a browser context of its own (cookies are shared within a crawl, never
+between crawls). It loads ``--url``, lets
 scripts run, scrolls to the bottom (``CHROME_SCROLL_TO_BOTTOM``, within
 ``CHROME_SCROLL_TIMEOUT``) so that lazy content loads, and writes in ``chrome/`` the
 captures of the enabled plugins, which then file them as their own results:
