@@ -307,3 +307,25 @@ def test_a_visit_that_is_not_clean_does_not_pass_its_tab_on(tmp_path, snapshot_f
         after = snapshot_factory(server.base_url + "/ok.html").run("chrome", env=env)
         assert after.status == "succeeded" and json.load(open(after.path("navigation.json")))["tab"] == "new"
         assert open(after.path("title.txt")).read().strip() == "Fine"
+
+
+@needs_chrome
+def test_a_kept_tab_that_is_gone_is_replaced(tmp_path, snapshot_factory, shared_chrome):
+    """A hook killed mid-visit leaves its tab for the engine to close (target_id.txt); the
+    slot's next run finds the tab named in the slot's file gone and opens a new one."""
+    import urllib.request
+    from localsite import SiteServer
+    cdp_url, http, tab_file = shared_chrome
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "ok.html").write_text("<html><head><title>Fine</title></head><body>fine</body></html>")
+    env = {"CHROME_CDP_URL": cdp_url, "CHROME_TAB_FILE": tab_file, "CHROME_RESOLUTION": "800,600"}
+    with SiteServer(str(tmp_path / "site")) as server:
+        assert snapshot_factory(server.base_url + "/ok.html").run("chrome", env=env).status == "succeeded"
+        kept = json.load(open(tab_file))
+        urllib.request.urlopen(f"{http}/json/close/{kept['target']}", timeout=5)  # as the engine closes a left tab
+        wait_until(lambda: kept["target"] not in _page_targets(http), timeout=10, message="the tab to close")
+        again = snapshot_factory(server.base_url + "/ok.html").run("chrome", env=env)
+        assert again.status == "succeeded", again
+        assert json.load(open(again.path("navigation.json")))["tab"] == "new"
+        assert "the kept tab is gone" in again.stderr
+        assert json.load(open(tab_file))["target"] in _page_targets(http)
