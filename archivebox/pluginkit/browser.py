@@ -175,9 +175,8 @@ class KeptTab:
 
     def forget(self):
         try:
-            os.remove(self.path)
-        except FileNotFoundError:
-            pass
+            if os.path.exists(self.path):
+                os.remove(self.path)
         except OSError as err:
             log(f"WARNING: cannot remove the kept tab's file: {err}")
 
@@ -230,8 +229,8 @@ class Tab:
             try:
                 await bounded(self.client.send.Target.disposeBrowserContext(
                     params={"browserContextId": left["context"]}), START_TIMEOUT)
-            except RuntimeError:
-                pass  # already gone with its browser, or disposed of by its last run
+            except RuntimeError as err:  # gone already
+                log(f"the left browser context is gone: {err}")
         return False
 
     async def _create(self):
