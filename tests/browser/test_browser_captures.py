@@ -57,6 +57,11 @@ def test_static_and_script_rendered_pages(tmp_path):
         assert page.word in mhtml_html(folder / "mhtml" / "page.mhtml")
         found = collection.cli("search", page.word, "--json").stdout
         assert snapshot["url"] in found, page.word
+    # tabs were passed from page to page (two tab slots, eight pages), and every capture
+    # above is right, those made in a kept tab included
+    tabs = [json.loads((collection.root / snapshots[page.path]["output_dir"] / "chrome" / "navigation.json")
+                       .read_text())["tab"] for page in wanted]
+    assert tabs.count("kept") >= len(wanted) - 4, tabs
     # the page scrolled to its bottom made its lazy content appear; the tall page is captured whole
     lazy = collection.root / snapshots[specials["lazy"].path]["output_dir"]
     assert png_size(lazy / "screenshot" / "screenshot.png")[1] >= 5000
