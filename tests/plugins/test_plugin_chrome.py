@@ -214,28 +214,18 @@ def test_a_renderer_that_goes_away_mid_load_is_replaced_by_a_new_tab(tmp_path, s
 
 
 @pytest.fixture
-def shared_chrome(chrome_tmp):
-    """A Chromium started as the engine's would be, for hook runs given its endpoint and a
-    tab slot's file (CHROME_TAB_FILE): ``(cdp_url, http_url, tab_file)``."""
-    import subprocess
-    import urllib.request
-    profile = os.path.join(chrome_tmp, "profile")
-    proc = subprocess.Popen([CHROME, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                             "--disable-features=BackForwardCache", f"--user-data-dir={profile}",
-                             "--remote-debugging-port=0", "about:blank"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    port_file = os.path.join(profile, "DevToolsActivePort")
+def shared_chrome(tmp_path):
+    """A Chromium of its own (started as the hook starts one), for hook runs given its
+    endpoint and a tab slot's file (CHROME_TAB_FILE): ``(cdp_url, http_url, tab_file)``."""
+    import asyncio
+    from archivebox.pluginkit import browser
+    launched = browser.Launched(CHROME)
     try:
-        wait_until(lambda: os.path.exists(port_file) and len(open(port_file).read().split()) >= 2, timeout=20,
-                   message="chromium's DevTools port")
-        port, path = open(port_file).read().split()[:2]
-        http = f"http://127.0.0.1:{port}"
-        wait_until(lambda: urllib.request.urlopen(f"{http}/json/version", timeout=2).status == 200, timeout=20,
-                   message="chromium's DevTools endpoint")
-        yield f"ws://127.0.0.1:{port}{path}", http, os.path.join(profile, "tabs", "0.json")
+        cdp_url = asyncio.run(launched.endpoint())
+        http = "http://" + cdp_url.removeprefix("ws://").split("/", 1)[0]
+        yield cdp_url, http, str(tmp_path / "tabs" / "0.json")
     finally:
-        proc.kill()
-        proc.wait()
+        launched.stop()
 
 
 def _page_targets(http):
