@@ -134,6 +134,9 @@ def setting_list(key: str, default: str = "") -> list[str]:
 ALLOWED_HOSTS_SET = bool(setting("ALLOWED_HOSTS"))
 ALLOWED_HOSTS = setting_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 CSRF_TRUSTED_ORIGINS = setting_list("CSRF_TRUSTED_ORIGINS")
+# Config keys a remote caller (REST API, web add page) may set on a crawl besides the
+# built-in allow-list of archivebox.hooks.remote.
+REMOTE_CONFIG_KEYS = setting_list("REMOTE_CONFIG_KEYS")
 
 # The app takes no uploads: a request body larger than this is refused (waitress stops
 # reading at MAX_REQUEST_BODY_SIZE, Django at DATA_UPLOAD_MAX_MEMORY_SIZE).

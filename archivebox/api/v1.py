@@ -18,7 +18,8 @@ from django.contrib.auth import authenticate
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
-from ninja import NinjaAPI, Query, Router, Schema
+from ninja import Field, NinjaAPI, Query, Router, Schema
+from ninja.errors import HttpError
 from ninja.pagination import PaginationBase, paginate
 from ninja.security import APIKeyHeader, APIKeyQuery, HttpBearer
 from ninja.security.session import SessionAuthIsStaff
@@ -28,12 +29,13 @@ from archivebox.core.models import ArchiveResult, Crawl, Schedule, Snapshot, Tag
 from archivebox.core.models.schedule import BadSchedule
 from archivebox.core.filters import FilterError, SnapshotFilter, parse_when, select
 from archivebox.core.urlcheck import InvalidURL, check_url
+from archivebox.core.urlinput import Seed
 from archivebox.personas import store as persona_store
 from archivebox.personas.models import Persona
 from archivebox.plugins.search import fts
 from archivebox.tasks import schedules
 from archivebox.tasks.adding import AddError, AddOptions, add, read_seeds
-from archivebox.tasks.actions import (archive_indexed, cancel_crawl, cancel_snapshot, queue_crawl, remove_snapshots, retry_failed,
+from archivebox.tasks.actions import (archive_indexed, cancel_crawl, cancel_snapshot, remove_snapshots, retry_failed,
                                        running)
 
 
@@ -61,6 +63,23 @@ AUTH = [HeaderTokenAuth(), BearerTokenAuth(), QueryTokenAuth(), SessionAuthIsSta
 
 api = NinjaAPI(title="ArchiveBox API", version="1.0.0", urls_namespace="api-1", docs_url="/docs", auth=AUTH,
                description="ArchiveBox's v1 REST API: add URLs, read snapshots and their results.")
+
+
+def require(request: HttpRequest, *perms: str) -> None:
+    """Refuse (403) a caller without Django's model permissions ``perms``, as the admin
+    would: a staff user sees and changes only what their permissions allow."""
+    user = request.auth
+    missing = [perm for perm in perms if not user.has_perm(perm)]
+    if missing:
+        raise HttpError(403, f"permission denied: {user} lacks {', '.join(missing)}")
+
+
+def persona_config(name: str) -> dict[str, str]:
+    """The crawl config of the persona named ``name`` (its cookies file stays the server's)."""
+    found = Persona.objects.filter(name=name).first()
+    if found is None:
+        raise AddError(f"no persona named {name!r}")
+    return persona_store.crawl_config(found)
 
 
 # Authentication ---------------------------------------------------------------------
@@ -126,17 +145,13 @@ def cli_add(request: HttpRequest, args: AddCommandSchema):
     """The same add as the command line's (imports with their metadata, only_new, index_only,
     max_urls, plugins, parser, persona); ``update``/``overwrite`` are accepted and change
     nothing: every add archives its URLs again (the page over time) unless only_new."""
+    require(request, "core.add_crawl")
     try:
         seeds, errors = read_seeds(["\n".join(args.urls)], args.parser or "auto")
-        persona = {}
-        if args.persona:
-            found = Persona.objects.filter(name=args.persona).first()
-            if found is None:
-                raise AddError(f"no persona named {args.persona!r}")
-            persona = persona_store.crawl_config(found)
         options = AddOptions(depth=args.depth, tags=[args.tag], label=f"API add by {request.auth}", max_urls=args.max_urls,
                              plugins=[p.strip() for p in args.plugins.split(",") if p.strip()], only_new=args.only_new,
-                             index_only=args.index_only, persona_config=persona)
+                             index_only=args.index_only, persona_config=persona_config(args.persona) if args.persona else {},
+                             remote=True)
         added = add(seeds, options)
     except AddError as err:
         errors = [*locals().get("errors", []), str(err)]
@@ -167,6 +182,8 @@ def schedule_json(schedule: Schedule) -> dict:
 
 @cli_router.post("/schedule", response=CLICommandResponseSchema, summary="archivebox schedule [args] [url_or_file]")
 def cli_schedule(request: HttpRequest, args: ScheduleCommandSchema):
+    require(request, "core.view_schedule", *(["core.delete_schedule"] if args.clear else []),
+            *(["core.add_schedule"] if args.add else []), *(["core.add_crawl"] if args.run_all else []))
     lines = []
     if args.clear:
         lines.append(f"Deleted {Schedule.objects.all().delete()[0]} schedule(s).")
@@ -220,6 +237,7 @@ def failed_response(err: Exception) -> dict:
 
 @cli_router.post("/update", response=CLICommandResponseSchema, summary="archivebox update: run failed results again, archive what was added index-only")
 def cli_update(request: HttpRequest, args: UpdateCommandSchema):
+    require(request, "core.change_archiveresult")
     try:
         snapshots = chosen(args.filter_patterns, args.filter_type, args.after, args.before)
     except FilterError as err:
@@ -235,6 +253,7 @@ def cli_update(request: HttpRequest, args: UpdateCommandSchema):
 
 @cli_router.post("/remove", response=CLICommandResponseSchema, summary="archivebox remove: delete snapshots (and their files)")
 def cli_remove(request: HttpRequest, args: RemoveCommandSchema):
+    require(request, "core.delete_snapshot")
     if not args.filter_patterns and args.after is None and args.before is None:
         return failed_response(ValueError("no filter given: filter_patterns, after or before"))
     try:
@@ -263,6 +282,7 @@ class SearchCommandSchema(Schema):
 
 @cli_router.post("/search", response=CLICommandResponseSchema, summary="archivebox search [words]")
 def cli_search(request: HttpRequest, args: SearchCommandSchema):
+    require(request, "core.view_snapshot")
     words = args.query or " ".join([args.filter_patterns] if isinstance(args.filter_patterns, str) else args.filter_patterns or [])
     if not words.strip():
         return {"success": False, "errors": ["give words to search for (query or filter_patterns)"], "result": None,
@@ -285,9 +305,9 @@ class Pagination(PaginationBase):
     """ArchiveBox's page shape: ``items`` plus counts, by ``limit`` and ``offset`` or ``page``."""
 
     class Input(Schema):
-        limit: int = 200
-        offset: int = 0
-        page: int = 0
+        limit: int = Field(200, ge=1, le=10**6)
+        offset: int = Field(0, ge=0, le=2**62)
+        page: int = Field(0, ge=0, le=2**40)
 
     class Output(Schema):
         count: int
@@ -398,6 +418,7 @@ class SnapshotFilters(Schema):
 @core_router.get("/snapshots", response=list[SnapshotSchema], summary="List snapshots matching these filters")
 @paginate(Pagination)
 def get_snapshots(request: HttpRequest, filters: Query[SnapshotFilters], with_archiveresults: bool = False):
+    require(request, "core.view_snapshot")
     request.with_archiveresults = with_archiveresults
     found = Snapshot.objects.prefetch_related("tags").order_by("-created_at")
     if filters.url:
@@ -419,6 +440,7 @@ def get_snapshots(request: HttpRequest, filters: Query[SnapshotFilters], with_ar
 
 @core_router.get("/snapshot/{snapshot_id}", response=SnapshotSchema, summary="One snapshot, with its results")
 def get_snapshot(request: HttpRequest, snapshot_id: uuid.UUID, with_archiveresults: bool = True):
+    require(request, "core.view_snapshot")
     request.with_archiveresults = with_archiveresults
     return get_object_or_404(Snapshot.objects.prefetch_related("tags"), pk=snapshot_id)
 
@@ -432,6 +454,7 @@ class SnapshotUpdateSchema(Schema):
 @core_router.patch("/snapshot/{snapshot_id}", response={200: SnapshotSchema, 400: dict},
                    summary="Update a snapshot's title or tags; status=sealed (or failed) cancels its unfinished work")
 def patch_snapshot(request: HttpRequest, snapshot_id: uuid.UUID, data: SnapshotUpdateSchema):
+    require(request, "core.change_snapshot")
     snapshot = get_object_or_404(Snapshot, pk=snapshot_id)
     if data.status not in (None, "sealed", "failed"):
         return 400, {"success": False, "errors": [f"status can only be set to sealed or failed, not {data.status!r}"]}
@@ -448,6 +471,7 @@ def patch_snapshot(request: HttpRequest, snapshot_id: uuid.UUID, data: SnapshotU
 
 @core_router.delete("/snapshot/{snapshot_id}", summary="Delete a snapshot (its unfinished work is cancelled first; its files stay on disk)")
 def delete_snapshot(request: HttpRequest, snapshot_id: uuid.UUID):
+    require(request, "core.delete_snapshot")
     snapshot = get_object_or_404(Snapshot, pk=snapshot_id)
     cancel_snapshot(snapshot.pk)
     snapshot.delete()
@@ -469,6 +493,7 @@ class TagSchema(Schema):
 @core_router.get("/tags", response=list[TagSchema], summary="List tags")
 @paginate(Pagination)
 def get_tags(request: HttpRequest):
+    require(request, "core.view_tag")
     return Tag.objects.order_by("name")
 
 
@@ -476,6 +501,7 @@ def get_tags(request: HttpRequest):
 @paginate(Pagination)
 def get_archiveresults(request: HttpRequest, status: str | None = None, plugin: str | None = None,
                        snapshot_id: uuid.UUID | None = None):
+    require(request, "core.view_archiveresult")
     found = ArchiveResult.objects.select_related("snapshot").order_by("-created_at")
     if status:
         found = found.filter(status=status)
@@ -525,29 +551,43 @@ class CrawlUpdateSchema(Schema):
 
 @crawls_router.get("/crawls", response=list[CrawlSchema], summary="List crawls, newest first")
 def get_crawls(request: HttpRequest):
+    require(request, "core.view_crawl")
     return Crawl.objects.order_by("-created_at")
 
 
-@crawls_router.post("/crawls", response={200: CrawlSchema, 400: dict}, summary="Queue a new crawl")
+@crawls_router.post("/crawls", response={200: CrawlSchema, 400: dict, 422: dict},
+                    summary="Queue a new crawl (config: only the keys a remote caller may set, see the README)")
 def create_crawl(request: HttpRequest, data: CrawlCreateSchema):
+    """As ``archivebox add -c KEY=VALUE``: the config is checked against the plugins'
+    schemas, and only keys that cannot change what runs on the server are taken (422
+    naming the key otherwise); ``PERSONA`` names a persona."""
+    require(request, "core.add_crawl")
     try:
         urls = list(dict.fromkeys(check_url(u.strip()) for u in data.urls if u and u.strip()))
     except InvalidURL as err:
         return 400, {"success": False, "errors": [f"invalid URL: {err}"]}
-    if not urls or not 0 <= data.max_depth <= 9:
-        return 400, {"success": False, "errors": ["give at least one URL, and max_depth between 0 and 9"]}
-    tags = ",".join([data.tags_str, *data.tags])
-    return 200, queue_crawl(urls, depth=data.max_depth, tags=tags, config=data.config, label=data.label)
+    if not urls:
+        return 400, {"success": False, "errors": ["give at least one URL"]}
+    config = {str(key).strip().upper(): value for key, value in data.config.items()}
+    try:
+        persona = persona_config(str(config.pop("PERSONA"))) if "PERSONA" in config else {}
+        added = add([Seed(url) for url in urls], AddOptions(depth=data.max_depth, tags=[data.tags_str, *data.tags], config=config,
+                                                            label=data.label, persona_config=persona, remote=True))
+    except AddError as err:
+        return 422, {"success": False, "errors": [str(err)]}
+    return 200, added.crawl
 
 
 @crawls_router.get("/crawl/{crawl_id}", response=CrawlSchema, summary="One crawl")
 def get_crawl(request: HttpRequest, crawl_id: uuid.UUID):
+    require(request, "core.view_crawl")
     return get_object_or_404(Crawl, pk=crawl_id)
 
 
 @crawls_router.patch("/crawl/{crawl_id}", response={200: CrawlSchema, 400: dict},
                      summary="Update a crawl: status=sealed (or failed) cancels its unfinished work")
 def patch_crawl(request: HttpRequest, crawl_id: uuid.UUID, data: CrawlUpdateSchema):
+    require(request, "core.change_crawl")
     crawl = get_object_or_404(Crawl, pk=crawl_id)
     if data.status not in (None, "sealed", "failed"):
         return 400, {"success": False, "errors": [f"status can only be set to sealed or failed, not {data.status!r}"]}
@@ -559,6 +599,7 @@ def patch_crawl(request: HttpRequest, crawl_id: uuid.UUID, data: CrawlUpdateSche
 
 @crawls_router.delete("/crawl/{crawl_id}", summary="Delete a crawl and its snapshots (their files stay on disk)")
 def delete_crawl(request: HttpRequest, crawl_id: uuid.UUID):
+    require(request, "core.delete_crawl", "core.delete_snapshot")
     crawl = get_object_or_404(Crawl, pk=crawl_id)
     cancel_crawl(crawl.pk)
     snapshots = crawl.snapshots.count()

@@ -157,12 +157,17 @@ class PluginCatalog:
     def known_keys(self) -> set[str]:
         """Every key a crawl's config may set: the global keys and each plugin's keys with
         their aliases."""
-        keys = set(plugin_config.GLOBAL_SCHEMA)
+        return set(self.specs())
+
+    def specs(self) -> dict[str, dict]:
+        """Every key a crawl's config may set (aliases included), with its JSON-Schema spec."""
+        specs = dict(plugin_config.GLOBAL_SCHEMA)
         for schema in self._current().schemas.values():
             for key, spec in schema.items():
-                keys.add(key)
-                keys.update(spec.get("x-aliases") or ())
-        return keys
+                specs.setdefault(key, spec)
+                for alias in spec.get("x-aliases") or ():
+                    specs.setdefault(alias, spec)
+        return specs
 
     def check_keys(self, keys: Iterable[str]) -> None:
         """Raise ConfigError naming the first unknown key and the nearest known one."""

@@ -89,19 +89,6 @@ def resnapshot(snapshot_ids) -> Crawl | None:
     return crawl
 
 
-def queue_crawl(urls: list[str], *, depth: int = 0, tags: str = "", config: dict | None = None, label: str = "") -> Crawl:
-    """A new crawl of checked ``urls``, made due and handed to the tick queue at once (if the
-    queue is unreachable, the orchestrator finds the crawl when it is back)."""
-    tags = ",".join(t.strip() for t in tags.split(",") if t.strip())
-    crawl = Crawl.objects.create(urls="\n".join(urls), max_depth=depth, tags_str=tags, config=config or {}, label=label,
-                                 retry_at=timezone.now())
-    try:
-        kick(registry.get("Crawl"), [(crawl.pk, crawl.retry_at)], settings.ENGINE)
-    except Exception as err:  # the row is the truth: the orchestrator picks it up
-        logger.warning("crawl %s is saved, but the task queue did not take it yet: %s", crawl.pk, err)
-    return crawl
-
-
 def rerun_plugins(snapshot_ids, plugins: list[str]) -> tuple[int, list]:
     """Run the hooks of ``plugins`` again on finished snapshots (or add them if they never ran),
     in step order, leaving the other results as they are. Snapshots still running are left

@@ -7,6 +7,7 @@ queued crawl, validated against the engine's and plugins' config schemas, and wa
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from archivebox.core.models import Crawl, Snapshot
 from archivebox.core.urlcheck import InvalidURL, check_url
 from archivebox.core.urlinput import Seed, parse
 from archivebox.hooks.catalog import catalog, layers
+from archivebox.hooks.remote import check_remote
 from archivebox.tasks import registry
 from archivebox.tasks.dispatch import kick
 
@@ -71,6 +73,9 @@ class AddOptions:
     index_only: bool = False
     # A persona's config (its cookies file, user agent): under the user's own KEY=VALUEs.
     persona_config: dict[str, str] = field(default_factory=dict)
+    # Asked over the network (the REST API, the web): ``config`` may set only the keys
+    # archivebox.hooks.remote allows, never one that changes what runs on the server.
+    remote: bool = False
 
 
 @dataclass
@@ -126,7 +131,13 @@ def check_options(options: AddOptions) -> dict[str, str]:
         if value < 0:
             raise AddError(f"{name} must be 0 or more, got {value}")
     plugins = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
-    unknown = [name for name in options.plugins if name.lower() not in {p.lower() for p in plugins.plugins}]
+    if options.remote:
+        try:
+            options = dataclasses.replace(options, config=check_remote(options.config, plugins.specs(), settings.REMOTE_CONFIG_KEYS))
+        except ConfigError as err:
+            raise AddError(f"invalid config: {err}") from None
+    named = [*options.plugins, *(p.strip() for p in str(options.config.get("PLUGINS", "")).split(",") if p.strip())]
+    unknown = [name for name in named if name.lower() not in {p.lower() for p in plugins.plugins}]
     if unknown:
         raise AddError(f"unknown plugin(s) {', '.join(unknown)} (available: {', '.join(sorted(plugins.plugins))})")
     config = crawl_config(options)

@@ -12,6 +12,7 @@ from functools import wraps
 
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
 from django.urls import reverse
 
 
@@ -45,3 +46,18 @@ def _gate(allowed):
 index_page = _gate(can_see_index)
 snapshot_page = _gate(can_see_snapshots)
 staff_page = _gate(is_staff)
+
+
+def staff_with(*perms: str):
+    """A staff page that also needs Django's model permissions ``perms`` (403 without them),
+    as the admin and the REST API ask."""
+    def decorator(view):
+        @wraps(view)
+        def wrapped(request, *args, **kwargs):
+            if not is_staff(request.user):
+                return to_login(request)
+            if not request.user.has_perms(perms):
+                raise PermissionDenied(f"needs {', '.join(perms)}")
+            return view(request, *args, **kwargs)
+        return wrapped
+    return decorator

@@ -112,7 +112,7 @@ def _wake(crawl: Crawl) -> None:
                        crawl.pk, type(err).__name__, err)
 
 
-@access.staff_page
+@access.staff_with("core.add_crawl")
 def add(request):
     form = AddForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
@@ -136,7 +136,7 @@ def progress(crawl: Crawl) -> dict:
     }
 
 
-@access.staff_page
+@access.staff_with("core.view_crawl")
 def crawl_detail(request, crawl_id: uuid.UUID):
     crawl = get_object_or_404(Crawl, pk=crawl_id)
     return render(request, "web/crawl.html", {
@@ -146,6 +146,6 @@ def crawl_detail(request, crawl_id: uuid.UUID):
 
 
 @never_cache
-@access.staff_page
+@access.staff_with("core.view_crawl")
 def crawl_progress(request, crawl_id: uuid.UUID):
     return JsonResponse(progress(get_object_or_404(Crawl, pk=crawl_id)))

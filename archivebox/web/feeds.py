@@ -24,7 +24,8 @@ class NewSnapshotsFeed(Feed):
     description = "The newest snapshots of this ArchiveBox collection."
 
     def __call__(self, request, *args, **kwargs):
-        if not (access.can_see_index(request.user) or user_of(request.GET.get("api_key"))):
+        token_user = user_of(request.GET.get("api_key"))
+        if not (access.can_see_index(request.user) or (token_user and token_user.has_perm("core.view_snapshot"))):
             return access.to_login(request)
         return super().__call__(request, *args, **kwargs)
 
