@@ -231,6 +231,8 @@ DATABASE_ROUTERS = ["archivebox.web.dbrouter.MonitorRouter"]
 # PUBLIC_INDEX, and snapshot pages with their archived files with PUBLIC_SNAPSHOTS.
 PUBLIC_INDEX = parse_bool("PUBLIC_INDEX", os.environ.get("PUBLIC_INDEX", CONFIG_FILE_VALUES.get("PUBLIC_INDEX", "false")))
 PUBLIC_SNAPSHOTS = parse_bool("PUBLIC_SNAPSHOTS", os.environ.get("PUBLIC_SNAPSHOTS", CONFIG_FILE_VALUES.get("PUBLIC_SNAPSHOTS", "false")))
+# The shortest time between two runs of a schedule (seconds).
+SCHEDULE_MIN_PERIOD = parse_number("SCHEDULE_MIN_PERIOD", setting("SCHEDULE_MIN_PERIOD", "60"), float, 60)
 TASK_MONITOR = parse_bool("TASK_MONITOR", os.environ.get("TASK_MONITOR", CONFIG_FILE_VALUES.get("TASK_MONITOR", "true")))
 # huey.contrib.djhuey (imported by django-huey-monitor) builds a Huey from this setting. Our
 # queues are archivebox.tasks.queue.huey and archivebox.sideeffects.queue.huey; djhuey's own

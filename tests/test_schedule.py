@@ -66,3 +66,16 @@ def test_only_new_skips_urls_already_archived(tmp_path):
     coll.cli("schedule", "--add", "--every=weekly", "--only-new", URL)
     assert "nothing new to archive" in coll.cli("schedule", "--run-all").stdout
     assert coll.scalar("SELECT COUNT(*) FROM core_crawl") == 1
+
+
+def test_schedules_that_fire_too_often_or_never_are_refused_with_one_line(tmp_path):
+    coll = Collection(tmp_path / "data", plugins="noop").init()
+    for every, says in (("* * * * * *", "five-field"), ("* * * * * * *", "five-field"), ("0 0 30 2 *", "never run"),
+                        ("*/5 * * * *", "more often than every 3600 s")):
+        bad = coll.cli("schedule", "--add", f"--every={every}", URL, check=False, env={"SCHEDULE_MIN_PERIOD": "3600"})
+        assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and says in bad.stderr, (every, bad.stderr)
+    # Two runs a minute apart once an hour: the shortest gap counts, not the average.
+    bad = coll.cli("schedule", "--add", "--every=0,1 * * * *", URL, check=False, env={"SCHEDULE_MIN_PERIOD": "120"})
+    assert bad.returncode == 2 and "more often" in bad.stderr
+    assert "Scheduled 1 URL(s) every minute" in coll.cli("schedule", "--add", "--every=minute", URL).stdout  # the default minimum
+    assert coll.query("SELECT count(*) AS n FROM core_schedule")[0]["n"] == 1

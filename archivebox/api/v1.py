@@ -188,6 +188,8 @@ def cli_schedule(request: HttpRequest, args: ScheduleCommandSchema):
     if args.clear:
         lines.append(f"Deleted {Schedule.objects.all().delete()[0]} schedule(s).")
     if args.add:
+        if not 0 <= args.depth <= 9:
+            return failed_response(ValueError(f"depth must be between 0 and 9, got {args.depth}"))
         try:
             urls = [check_url(u.strip()) for u in (args.import_path or "").split() if u.strip()]
             schedule = Schedule.objects.create(every=args.every or "", urls="\n".join(urls), depth=args.depth,

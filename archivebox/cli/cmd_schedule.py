@@ -58,6 +58,7 @@ def run(args) -> int:
     if args.add:
         if not args.every or not args.import_path:
             raise CommandError("--add needs --every=PERIOD and a URL or file", code=2)
+        setup_django()
         try:
             cron_of(args.every)
         except BadSchedule as err:

@@ -131,3 +131,15 @@ def test_the_feed_needs_a_token_whose_user_may_view_snapshots(server):
     anonymous = Client(server.url)
     assert anonymous.get(f"/rss/?api_key={nobody}").status == 302  # to the login page
     assert anonymous.get(f"/rss/?api_key={reader}").status == 200
+
+
+def test_schedules_from_the_api_that_fire_every_second_or_never_are_refused(server):
+    headers = auth(server)
+    for every in ("* * * * * *", "* * * * * * *", "0 0 30 2 *"):
+        status, body = call(server, "POST", "/api/v1/cli/schedule",
+                            {"add": True, "every": every, "import_path": "https://example.com/often"}, headers=headers)
+        assert status == 200 and body["success"] is False and len(body["errors"]) == 1, (every, body)
+    status, body = call(server, "POST", "/api/v1/cli/schedule",
+                        {"add": True, "every": "daily", "depth": 99, "import_path": "https://example.com/deep"}, headers=headers)
+    assert body["success"] is False and "depth" in body["errors"][0]
+    assert server.collection.scalar("SELECT count(*) FROM core_schedule") == 0

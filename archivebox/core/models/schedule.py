@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
+from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
@@ -19,11 +21,32 @@ class BadSchedule(ValueError):
     """``--every`` is neither a known period nor a cron expression."""
 
 
-def cron_of(every: str) -> str:
-    """``daily`` -> ``0 0 * * *``; a cron expression is checked and kept as given."""
+# How many of a cron expression's next runs are looked at for two closer than the minimum
+# period (500 runs of the rarest expression that has such a pair span centuries).
+GAPS_CHECKED = 500
+
+
+def cron_of(every: str, min_period: float | None = None) -> str:
+    """``daily`` -> ``0 0 * * *``; a cron expression is checked and kept as given.
+
+    Refused with one line: anything but a five-field cron expression (croniter's
+    seconds and years fields would fire every second), an expression that never fires
+    (``0 0 30 2 *``), and one with two runs closer than ``min_period`` seconds
+    (``SCHEDULE_MIN_PERIOD``, 60 by default)."""
     expression = EVERY.get(every.strip().lower(), every.strip())
-    if not croniter.is_valid(expression):
-        raise BadSchedule(f"--every expects {', '.join(EVERY)} or a cron expression such as '0 */6 * * *', got {every!r}")
+    if len(expression.split()) != 5 or not croniter.is_valid(expression):
+        raise BadSchedule(f"--every expects {', '.join(EVERY)} or a five-field cron expression such as '0 */6 * * *', got {every!r}")
+    minimum = settings.SCHEDULE_MIN_PERIOD if min_period is None else min_period
+    runs = croniter(expression, dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc))
+    try:
+        previous = runs.get_next(dt.datetime)
+        for _ in range(GAPS_CHECKED):
+            following = runs.get_next(dt.datetime)
+            if (following - previous).total_seconds() < minimum:
+                raise BadSchedule(f"--every {every!r} runs more often than every {minimum:g} s (SCHEDULE_MIN_PERIOD)")
+            previous = following
+    except CroniterBadDateError:
+        raise BadSchedule(f"--every {every!r} names no date that exists: it would never run") from None
     return expression
 
 
@@ -52,6 +75,16 @@ class Schedule(models.Model):
 
     def __str__(self) -> str:
         return f"every {self.every}: {self.urls.splitlines()[0] if self.urls else ''}"
+
+    def clean(self) -> None:
+        """The admin's check of a schedule: its period (as ``archivebox schedule`` checks it)
+        and its depth."""
+        try:
+            cron_of(self.every)
+        except BadSchedule as err:
+            raise ValidationError({"every": str(err)}) from None
+        if self.depth > 9:
+            raise ValidationError({"depth": "depth must be between 0 and 9"})
 
     def save(self, *args, **kwargs):
         self.cron = cron_of(self.every)
