@@ -5,15 +5,19 @@ The data directory is the current directory, or DATA_DIR if set.
 
 from __future__ import annotations
 
+import argparse
+
 from django.conf import settings
 from django.core.management import call_command
 
 from archivebox.binaries import provision
 from archivebox.cli import CommandError
-from archivebox.cli.common import setup_django
+from archivebox.cli import cmd_install as install
+from archivebox.cli.common import is_initialized, setup_django
 from archivebox.cli.permissions import tighten
 from archivebox.config import CONFIG_FILENAME
 from archivebox.core.models import Machine
+from archivebox.upgrade import run as upgrade
 
 CONFIG_TEMPLATE = """# ArchiveBox configuration for this collection.
 # Keys set here apply unless the environment (or a crawl's own config) sets them.
@@ -28,23 +32,45 @@ CONFIG_TEMPLATE = """# ArchiveBox configuration for this collection.
 
 def register(parser) -> None:
     parser.add_argument("--quiet", "-q", action="store_true", help="print nothing on success")
+    parser.add_argument("--quick", action="store_true",
+                        help="skip the scan of archive/ for snapshot folders the index does not list (ArchiveBox's "
+                             "\"orphans\", which init imports otherwise)")
+    parser.add_argument("--force", "-f", action="store_true", help="accepted for ArchiveBox compatibility (init never refuses "
+                                                                       "a folder for the files it holds)")
+    parser.add_argument("--install", "--setup", "-s", action="store_true",
+                        help="then provision the binaries the enabled plugins need (as `archivebox install`)")
 
 
 def run(args) -> int:
     setup_django(require_init=False)
     try:
+        found = upgrade.needed(settings.DATA_DIR)
+        if found is not None:
+            done = upgrade.upgrade(settings.DATA_DIR, settings.ARCHIVE_DIR, found, quick=args.quick)
+            if not args.quiet:
+                print(done.summary())
+        elif is_initialized():
+            upgrade.check_not_newer()
         create(settings.DATA_DIR)
+        adopted = None if args.quick or found is not None else upgrade.adopt_orphans(settings.DATA_DIR, settings.ARCHIVE_DIR)
+    except upgrade.UpgradeError as err:
+        raise CommandError(str(err)) from None
     except OSError as err:
         raise CommandError(f"cannot create the collection in {settings.DATA_DIR}: {err.strerror} ({err.filename or settings.DATA_DIR})") from None
+    if adopted and adopted.snapshots and not args.quiet:
+        print(f"Imported {adopted.snapshots} snapshot folder(s) found in archive/ that the index did not list "
+              f"({adopted.results} archive result(s)).")
     if not args.quiet:
         print(f"Initialized ArchiveBox collection in {settings.DATA_DIR}")
     if settings.ENGINE.abx_plugins:
         try:
-            found = provision.prepare_abx_plugins(Machine.current(settings.ENGINE.machine_id), settings.ENGINE)
+            runtime = provision.prepare_abx_plugins(Machine.current(settings.ENGINE.machine_id), settings.ENGINE)
         except provision.Unavailable as err:
             raise CommandError(f"ABX_PLUGINS: abx-plugins cannot be installed for the hooks: {err}") from None
         if not args.quiet:
-            print(f"abx-plugins installed for the hooks (Python {found.version}): {settings.ENGINE.abx_plugins_dir}")
+            print(f"abx-plugins installed for the hooks (Python {runtime.version}): {settings.ENGINE.abx_plugins_dir}")
+    if args.install:
+        return install.run(argparse.Namespace(names=[], force=False, json=False, dry_run=False))
     return 0
 
 

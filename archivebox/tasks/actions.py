@@ -60,14 +60,21 @@ def cancel_crawl(crawl_id) -> bool:
     return cancelled
 
 
-def retry_failed(results) -> tuple[int, list]:
-    """Re-queue failed results (of snapshots whose crawl was not cancelled) and re-open their snapshots.
+def retry_failed(results, skip_missing_hooks: bool = False) -> tuple[int, list]:
+    """Re-queue failed results (of snapshots whose crawl was not cancelled; with
+    ``skip_missing_hooks``, only of hooks that exist) and re-open their snapshots.
 
     Returns how many results were re-queued and the ids of their snapshots.
     """
     now = timezone.now()
     reopened, snapshot_ids = 0, set()
+    # In a sweep (``archivebox update``) a hook that is gone (a plugin no longer installed, or
+    # one an upgraded ArchiveBox collection ran) would only fail again: its failures stay.
+    hooks = {(hook.plugin, hook.hook_name) for hook in catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).all_hooks("Snapshot")
+             } if skip_missing_hooks else set()
     for result in results.filter(status="failed", snapshot__isnull=False).exclude(crawl__status="failed").iterator(chunk_size=500):
+        if skip_missing_hooks and (result.plugin, result.hook_name) not in hooks:
+            continue
         if transition_archiveresult_reopen(result, now=now, max_attempts=settings.ENGINE.hook_max_attempts):
             reopened += 1
             snapshot_ids.add(result.snapshot_id)
@@ -121,18 +128,24 @@ def rerun_plugins(snapshot_ids, plugins: list[str]) -> tuple[int, list]:
 
 
 def archive_indexed(snapshots) -> tuple[int, list]:
-    """Archive the snapshots among ``snapshots`` that were added with ``--index-only`` and never
-    ran a hook: the plugins their crawl enables, in step order. Returns how many results were
-    queued and the ids of the snapshots re-opened."""
+    """Archive the snapshots among ``snapshots`` that were added with ``--index-only``, or
+    upgraded from an ArchiveBox collection that never archived them, and never ran a hook:
+    the plugins their crawl enables, in step order. Returns how many results were queued and
+    the ids of the snapshots re-opened."""
     never_ran = (snapshots.filter(status__in=sorted(Snapshot.graph.finals), results__isnull=True)
-                 .select_related("crawl").only("pk", "crawl"))
+                 .select_related("crawl").only("pk", "crawl", "timestamp"))
     by_crawl: dict = {}
+    upgraded: set = set()
     for snapshot in never_ran.iterator(chunk_size=500):
         by_crawl.setdefault(snapshot.crawl, []).append(snapshot.pk)
+        if snapshot.timestamp:
+            upgraded.add(snapshot.pk)
     queued, reopened = 0, []
     plugins = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
     for crawl, ids in by_crawl.items():
-        if crawl_option(crawl, "INDEX_ONLY"):
+        if not crawl_option(crawl, "INDEX_ONLY"):
+            ids = [pk for pk in ids if pk in upgraded]
+        if ids:
             count, opened = rerun_plugins(ids, sorted(plugins.enabled_plugins(owner_layers(crawl))))
             queued, reopened = queued + count, reopened + opened
     return queued, reopened
@@ -158,7 +171,10 @@ def remove_snapshots(snapshot_ids, delete_files: bool = True) -> Removed:
     snapshots first: a hook still writing would leave a folder behind."""
     ids = list(snapshot_ids)
     done = Removed()
-    folders = [snapshot.output_dir for snapshot in Snapshot.objects.filter(pk__in=ids).only("id")]
+    rows = list(Snapshot.objects.filter(pk__in=ids).only("id", "timestamp"))
+    folders = [snapshot.output_dir for snapshot in rows]
+    # An upgraded snapshot's old address, archive/<timestamp>, is a link to its folder: it goes too.
+    old_links = [settings.ARCHIVE_DIR / s.timestamp for s in rows if s.timestamp and "/" not in s.timestamp and s.timestamp not in ("..", ".")]
     search_db = settings.DATA_DIR / "search.sqlite3"
     for start in range(0, len(ids), 500):
         batch = ids[start:start + 500]
@@ -175,5 +191,8 @@ def remove_snapshots(snapshot_ids, delete_files: bool = True) -> Removed:
             continue
         shutil.rmtree(folder)
         done.folders += 1
+    for link in old_links:
+        if link.is_symlink() and not link.exists():
+            link.unlink()
     logger.info("removed %d snapshot(s) and %d folder(s)", done.snapshots, done.folders)
     return done

@@ -1,7 +1,10 @@
 """What a snapshot captured, read from its ArchiveResult rows, as things a page can preview.
 
 A hook that succeeds names its main output file in ``output_str``, relative to its own
-folder ``<snapshot dir>/<plugin>/`` (the hook's working directory). So the captures of a
+folder ``<snapshot dir>/<plugin>/`` (the hook's working directory), or else relative to the
+snapshot's folder, as abx-plugins' hooks and ArchiveBox's own results name them (a snapshot
+upgraded from an ArchiveBox collection keeps ``screenshot.png``, ``example.com/index.html``
+where ArchiveBox wrote them). So the captures of a
 snapshot are its succeeded results whose ``output_str`` is a regular file inside the
 snapshot's folder; what kind of preview each gets (a sandboxed frame, an image, a PDF,
 text) follows from the file's type, not from the plugin's name, so a renamed or third-party
@@ -63,6 +66,20 @@ def relative_output(plugin: str, output_str: str) -> str | None:
     return f"{plugin}/{name}"
 
 
+def output_file(archive_dir: Path, snapshot_id, plugin: str, output_str: str) -> tuple[str, Path] | None:
+    """The file ``output_str`` names (relative to the snapshot's folder) and its real path:
+    in the plugin's folder first, else in the snapshot's folder; None if it names no file."""
+    relative = relative_output(plugin, output_str)
+    if relative is None:
+        return None
+    for candidate in (relative, output_str.strip()):
+        try:
+            return candidate, files.archived_file(archive_dir, str(snapshot_id), candidate)
+        except files.Refused:
+            continue
+    return None
+
+
 def of_snapshot(archive_dir: Path, snapshot_id, results) -> list[Capture]:
     """The previewable captures among ``results`` (rows or dicts with plugin, status, output_str)."""
     found: list[Capture] = []
@@ -70,15 +87,11 @@ def of_snapshot(archive_dir: Path, snapshot_id, results) -> list[Capture]:
         plugin, status, output_str = _fields(result)
         if status != "succeeded" or plugin in NOT_PREVIEWS:
             continue
-        relative = relative_output(plugin, output_str)
-        kind = kind_of(relative) if relative else None
-        if not kind:
+        found_file = output_file(archive_dir, snapshot_id, plugin, output_str) if kind_of(output_str.strip()) else None
+        if found_file is None:
             continue
-        try:
-            target = files.archived_file(archive_dir, str(snapshot_id), relative)
-        except files.Refused:
-            continue
-        found.append(Capture(plugin, relative, kind, target.stat().st_size))
+        relative, target = found_file
+        found.append(Capture(plugin, relative, kind_of(relative), target.stat().st_size))
     return sorted(found, key=lambda c: (KIND_ORDER[c.kind], c.plugin))
 
 

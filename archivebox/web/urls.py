@@ -34,6 +34,9 @@ urlpatterns = [
     path("archive/<uuid:snapshot_id>/", views.archived_file, name="archive-root"),
     path("archive/<uuid:snapshot_id>/<archivetoken:token>/<path:path>", views.archived_file_signed, name="archive-signed"),
     path("archive/<uuid:snapshot_id>/<path:path>", views.archived_file, name="archive"),
+    # ArchiveBox's addresses of a snapshot upgraded from its collection: archive/<timestamp>/...
+    re_path(r"^archive/(?P<timestamp>[0-9]{1,20}(?:\.[0-9]{1,9})?)/(?P<path>.*)$", views.archived_by_timestamp,
+            name="archive-timestamp"),
     # The admin's CSS and JS, found in the installed apps (no collectstatic step); the
     # finders only ever look inside the apps' own static folders.
     re_path(r"^static/(?P<path>.*)$", serve_static, {"insecure": True}, name="static"),

@@ -159,6 +159,19 @@ def archived_file(request, snapshot_id: uuid.UUID, path: str = ""):
     return redirect(signed_url(snapshot_id, path))
 
 
+@access.snapshot_page
+def archived_by_timestamp(request, timestamp: str, path: str = ""):
+    """ArchiveBox's address of a snapshot (``/archive/<timestamp>/<file>``), for one upgraded
+    from an ArchiveBox collection: its page (``index.html`` was ArchiveBox's page of it), or
+    the same file at this engine's address."""
+    snapshot_id = Snapshot.objects.filter(timestamp=timestamp).values_list("pk", flat=True).first()
+    if snapshot_id is None:
+        raise Http404("no such snapshot")
+    if path in ("", "index.html"):
+        return redirect(reverse("web:snapshot", args=[snapshot_id]))
+    return redirect(reverse("web:archive", args=[snapshot_id, path]))
+
+
 def signed_url(snapshot_id, path: str) -> str:
     return reverse("web:archive-signed", args=[snapshot_id, links.token_for(snapshot_id), path])
 

@@ -7,7 +7,7 @@ def pool_from_label(apps, schema_editor):
     """Workers registered before the field existed named their pool first in their label."""
     Process = apps.get_model("core", "Process")
     for pool in ("ticks", "sideeffects"):
-        Process.objects.filter(kind="worker", label__startswith=f"{pool} pool").update(pool=pool)
+        Process.objects.using(schema_editor.connection.alias).filter(kind="worker", label__startswith=f"{pool} pool").update(pool=pool)
 
 
 class Migration(migrations.Migration):

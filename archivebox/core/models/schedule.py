@@ -59,7 +59,8 @@ class Schedule(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     every = models.CharField(max_length=100, help_text="daily, weekly, monthly, or a cron expression (UTC)")
     cron = models.CharField(max_length=100, editable=False)
-    urls = models.TextField(help_text="URLs, one per line")
+    # No URLs: a maintenance schedule, which runs `archivebox update` on the whole collection.
+    urls = models.TextField(blank=True, default="", help_text="URLs, one per line (none: update the whole collection)")
     depth = models.PositiveSmallIntegerField(default=0)
     tags_str = models.CharField(max_length=1024, blank=True, default="")
     only_new = models.BooleanField(default=False, help_text="add only URLs not archived yet, instead of archiving them again")
@@ -74,7 +75,12 @@ class Schedule(models.Model):
         ordering = ["created_at"]
 
     def __str__(self) -> str:
-        return f"every {self.every}: {self.urls.splitlines()[0] if self.urls else ''}"
+        return f"every {self.every}: {self.urls.splitlines()[0] if self.urls else 'update the whole collection'}"
+
+    @property
+    def is_maintenance(self) -> bool:
+        """A schedule without URLs updates the whole collection (ArchiveBox's ``schedule --every=day``)."""
+        return not self.urls.strip()
 
     def clean(self) -> None:
         """The admin's check of a schedule: its period (as ``archivebox schedule`` checks it)

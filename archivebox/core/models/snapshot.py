@@ -21,6 +21,10 @@ class Snapshot(StatefulModel):
     title = models.TextField(blank=True, default="")
     # When the URL was bookmarked, as the import it came from says (None when added by hand).
     bookmarked_at = models.DateTimeField(null=True, blank=True)
+    # The name of the snapshot's folder in the ArchiveBox collection it was upgraded from
+    # (``archive/<timestamp>``, kept there as a link to this snapshot's folder); empty for
+    # snapshots made here.
+    timestamp = models.CharField(max_length=32, blank=True, default="", db_index=True)
     tags = models.ManyToManyField("core.Tag", blank=True, related_name="snapshots")
     config = models.JSONField(default=dict, blank=True)
     current_step = models.PositiveSmallIntegerField(default=0)
