@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sqlite3
 import uuid
 from pathlib import Path
 from urllib.parse import unquote
@@ -12,6 +14,7 @@ from django.db import DatabaseError, connection
 from django.db.migrations.recorder import MigrationRecorder
 
 from archivebox.cli import CommandError
+from archivebox.upgrade import legacy
 
 
 def setup_django(require_init: bool = True) -> None:
@@ -23,6 +26,10 @@ def setup_django(require_init: bool = True) -> None:
     if not is_initialized():
         raise CommandError(f"{settings.DATA_DIR} is not an ArchiveBox collection yet (no index in {database_name()}): "
                            "run `archivebox init` there first")
+    version = archivebox_version()
+    if version:
+        raise CommandError(f"{settings.DATA_DIR} is a collection of ArchiveBox {version}: run `archivebox init` to upgrade it "
+                           "in place (its index is backed up first)")
 
 
 def is_initialized() -> bool:
@@ -35,6 +42,22 @@ def is_initialized() -> bool:
         return recorder.has_table() and recorder.migration_qs.filter(app="core").exists()
     except DatabaseError as err:
         raise CommandError(f"cannot open the database: {first_line(err)}") from None
+
+
+def archivebox_version() -> str:
+    """The ArchiveBox version whose collection the data dir holds (not upgraded yet), else ""."""
+    index = settings.DATA_DIR / "index.sqlite3"
+    database = settings.DATABASES["default"]
+    if not database["ENGINE"].endswith("sqlite3") or sqlite_path(database).resolve() != index.resolve():
+        return ""  # the engine's index is elsewhere: a leftover ArchiveBox index is for `init` to find
+    try:
+        if legacy.kind_of(index).name != "archivebox":
+            return ""
+        with contextlib.closing(legacy.connect(index)) as conn:
+            tables = legacy.table_columns(conn)
+            return legacy.version_of(legacy.applied_migrations(conn, tables), tables)
+    except (legacy.Unreadable, sqlite3.Error):
+        return ""
 
 
 def sqlite_path(database: dict) -> Path:

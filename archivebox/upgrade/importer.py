@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 import uuid
 from collections import Counter
 from dataclasses import dataclass
@@ -63,6 +64,12 @@ def result_id(snapshot_id: uuid.UUID, plugin: str, old_id: str) -> uuid.UUID:
         return uuid.uuid5(NAMESPACE, f"result:{snapshot_id}:{plugin}")
 
 
+def hook_word(hook_name: str) -> str:
+    """``wget`` of ``on_Snapshot__21_wget.py`` and of ArchiveBox 0.9's ``on_Snapshot__35_wget.finite.bg``."""
+    match = re.match(r"^on_[A-Za-z]+__(?:\d{2}_)?([A-Za-z0-9_-]+)", hook_name)
+    return match.group(1) if match else ""
+
+
 def upgraded_from(version: str) -> str:
     return f"ArchiveBox {version}"
 
@@ -76,10 +83,10 @@ class Importer:
         self.crawl_namespace = crawl_namespace
         self.version = version
         self.now = now or timezone.now()
-        # The hook each plugin's result belongs to here: the plugin's first Snapshot hook.
-        self.hooks: dict[str, HookScript] = {}
+        # The Snapshot hooks of each plugin here: an old result belongs to one of them.
+        self.hooks: dict[str, list[HookScript]] = {}
         for hook in hooks:
-            self.hooks.setdefault(hook.plugin.lower(), hook)
+            self.hooks.setdefault(hook.plugin.lower(), []).append(hook)
         self.counts = Imported()
         self.crawls: dict[str, uuid.UUID] = {}
         self.seen_in_upgrade_crawl: Counter[str] = Counter()
@@ -201,9 +208,8 @@ class Importer:
         for plugin, attempts in by_plugin.items():
             succeeded = [a for a in attempts if a.status == "succeeded"]
             kept = (succeeded or attempts)[-1]
-            hook = self.hooks.get(plugin.lower())
-            hook_name = hook.hook_name if hook and (not kept.hook_name or hook.hook_name.startswith(kept.hook_name)) \
-                else kept.hook_name
+            hook = self._hook_of(plugin, kept.hook_name)
+            hook_name = hook.hook_name if hook else kept.hook_name
             rows.append(ArchiveResult(
                 id=result_id(snapshot_id, plugin, kept.id), crawl_id=crawl_id, snapshot_id=snapshot_id,
                 plugin=hook.plugin if hook else plugin, hook_name=hook_name[:255], step=extract_step(hook_name),
@@ -211,6 +217,14 @@ class Importer:
                 output_str=kept.output, output_json=self._details(kept, [a for a in attempts if a is not kept]),
                 started_at=kept.start, finished_at=kept.end or kept.start))
         return rows
+
+    def _hook_of(self, plugin: str, old_name: str) -> HookScript | None:
+        """The hook here that ran ``plugin``'s result: the one of the same name (its step number
+        may differ), else the plugin's only hook. None if the plugin is not here."""
+        hooks = self.hooks.get(plugin.lower(), [])
+        word = hook_word(old_name)
+        named = [hook for hook in hooks if word and hook_word(hook.hook_name) == word]
+        return (named or (hooks if len(hooks) == 1 else [None]))[0]
 
     def _details(self, kept: OldResult, others: list[OldResult]) -> dict:
         details = {"upgraded_from": upgraded_from(self.version), "cmd": kept.cmd, "cmd_version": kept.cmd_version,

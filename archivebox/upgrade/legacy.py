@@ -183,23 +183,29 @@ def inspect(path: Path) -> LegacyIndex:
         conn = connect(path)
         problems = [row[0] for row in conn.execute("PRAGMA quick_check")]
         if problems != ["ok"]:
-            raise Unreadable(f"{path} is corrupt ({problems[0]}{' ...' if len(problems) > 1 else ''}): nothing was changed; "
-                             "restore it from a backup, or try `sqlite3 index.sqlite3 .recover`")
+            lines = [line for line in "\n".join(problems).splitlines() if line.strip() and not line.startswith("***")]
+            raise Unreadable(corrupt(path, f"{lines[0] if lines else 'integrity check failed'}{' ...' if len(lines) > 1 else ''}"))
         tables = table_columns(conn)
         applied = applied_migrations(conn, tables)
         conn.execute("SELECT COUNT(*) FROM core_snapshot").fetchone()
     except sqlite3.DatabaseError as err:
-        raise Unreadable(f"{path} cannot be read ({err}): nothing was changed") from None
+        raise Unreadable(corrupt(path, str(err)) if "malformed" in str(err) else
+                         f"{path} cannot be read ({err}): nothing was changed") from None
     finally:
         if conn is not None:
             conn.close()
     unknown = sorted(f"{app}.{name}" for app in ARCHIVEBOX_APPS for name in applied.get(app, ())
                      if name not in KNOWN_MIGRATIONS[app])
     if unknown:
-        raise Unreadable(f"{path} was made by an ArchiveBox newer than this version reads (0.4 to 0.9.73): migration "
+        raise Unreadable(f"{path} was made by a newer ArchiveBox than this engine reads (0.4 to 0.9.73): migration "
                          f"{unknown[0]} is unknown{f' (and {len(unknown) - 1} more)' if len(unknown) > 1 else ''}; "
                          "nothing was changed")
     return LegacyIndex(path, version_of(applied, tables), tables, applied)
+
+
+def corrupt(path: Path, why: str) -> str:
+    return (f"{path} is corrupt ({why}): nothing was changed; restore it from a backup, or try "
+            f"`sqlite3 {path.name} .recover`")
 
 
 def version_of(applied: dict[str, set[str]], tables: dict[str, set[str]]) -> str:
