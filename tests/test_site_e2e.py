@@ -61,7 +61,7 @@ def test_titles_tags_and_results(archived):
 def test_the_text_of_each_page_is_found_by_search(archived):
     site, collection, _, _ = archived
     for page in site.info.pages:
-        found = [json.loads(line) for line in collection.cli("search", "--json", page.word).stdout.splitlines()]
+        found = json.loads(collection.cli("search", "--json", page.word).stdout)
         assert [row["url"] for row in found] == [page.url], page.word
     assert collection.cli("search", site.info.script_word).stdout.startswith("No archived page matches")
 

@@ -21,9 +21,10 @@ from archivebox.config import ConfigError, resolve_data_dir
 
 logger = logging.getLogger(__name__)
 
-COMMANDS = ["init", "add", "status", "list", "update", "worker", "server", "purge", "manage", "search", "schedule", "persona", "remove", "extract", "config", "install", "binary"]
+COMMANDS = ["init", "add", "status", "list", "update", "worker", "server", "purge", "manage", "search", "schedule", "persona", "remove",
+            "extract", "config", "install", "binary", "crawl", "snapshot", "archiveresult", "run", "version", "help", "shell"]
 # Commands that change the collection: refused at once on a read-only one.
-WRITING_COMMANDS = {"init", "add", "update", "worker", "server", "purge", "schedule", "remove", "extract", "install"}
+WRITING_COMMANDS = {"init", "add", "update", "worker", "server", "purge", "schedule", "remove", "extract", "install", "run"}
 
 
 class CommandError(Exception):
@@ -34,10 +35,16 @@ class CommandError(Exception):
         self.code = code
 
 
+# Commands whose arguments are another program's (Django's): passed on as they are.
+PASSTHROUGH = {"shell", "manage"}
+# Commands with actions (`archivebox crawl list`): only `list` leaves the collection as it is.
+RECORD_COMMANDS = {"crawl", "snapshot", "archiveresult"}
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="archivebox", description="Self-hosted web archiver.")
-    parser.add_argument("--version", action="version", version=f"archivebox {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    parser = argparse.ArgumentParser(prog="archivebox", description="Self-hosted web archiver (it speaks ArchiveBox 0.9's command line).")
+    parser.add_argument("--version", "-v", action="version", version=__version__)
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         module = importlib.import_module(f"archivebox.cli.cmd_{name}")
         sub = subparsers.add_parser(name, help=module.__doc__.strip().splitlines()[0], description=module.__doc__)
@@ -63,10 +70,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"archivebox: error: {err}", file=sys.stderr)
         return 2
     parser = build_parser()
+    if command in PASSTHROUGH:
+        position = argv.index(command) + 1
+        argv = [*argv[:position], "--", *argv[position:]]
     args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
     logging.basicConfig(level=os.environ.get("CLI_LOG_LEVEL", "WARNING").upper(), format="%(levelname)s %(name)s: %(message)s")
     try:
-        if command in WRITING_COMMANDS and settings.READ_ONLY:
+        writes = command in WRITING_COMMANDS or command in RECORD_COMMANDS and getattr(args, "action", "list") != "list"
+        if writes and settings.READ_ONLY:
             raise CommandError(f"the collection in {settings.DATA_DIR} is read-only (a read-only mount, or a folder this "
                                f"user may not write): `{command}` changes it; status, list and search still work")
         code = args.module.run(args)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from django.conf import settings
 
 from archivebox.cli import CommandError
-from archivebox.cli.cmd_list import add_filter_arguments, filter_of, selected
+from archivebox.cli.cmd_list import add_filter_arguments, filter_of, has_filter, selected
 from archivebox.cli.common import at_least, setup_django
 from archivebox.cli.waiting import run_until
 from archivebox.core.filters import FilterError, SnapshotFilter, select
@@ -41,7 +41,7 @@ def chosen(args) -> list:
             spec = filter_of(args)
             spec.ids = by_id
             return list(selected(spec).values_list("pk", flat=True))
-    if not (args.patterns or args.url or args.tag or args.before or args.after or args.search or args.status or args.crawl):
+    if not has_filter(args):
         raise CommandError("no snapshot given: pass snapshot ids, URLs or filters (see --help)", code=2)
     return list(selected(filter_of(args)).values_list("pk", flat=True))
 

@@ -1,11 +1,15 @@
 """List snapshots, filtered, sorted and in the format asked for.
 
-Filters: URL patterns (as --filter-type says: exact, substring, domain, regex, tag, id),
---url (contains), --tag, --before/--after (a Unix timestamp or a date such as 2024-05-01:
-when the URL was bookmarked, else added), --search (URL, title, tags and the indexed text),
---status, --crawl. Formats: text (default), --json (one JSON array), --jsonl (one object per
-line), --csv=col,col (columns: {columns}), --html (a static index page; links are relative
-to the data folder, so save it there: `archivebox list --html > index.html`).
+Filters: PATTERNs (as --filter-type says: substring by default, exact, domain, regex, tag,
+timestamp, id), --url/--url__icontains (contains), --url__istartswith, --tag, --before/--after
+(a Unix timestamp or a date such as 2024-05-01: when the URL was bookmarked, else added),
+--search TEXT (URL, title, tags and the indexed text; or, as ArchiveBox's `--search
+meta|contents|deep`, the PATTERNs are the text to search), --status, --crawl-id. Formats:
+text (default), --json (one JSON array; --with-headers wraps it as ArchiveBox's index.json),
+--jsonl (one object per line), --csv=col,col (columns: {columns}), --html (a static index
+page; links are relative to the data folder, so save it there: `archivebox list --html >
+index.html`). `archivebox snapshot list` takes the same options and prints ArchiveBox's
+JSONL Snapshot records when piped.
 """
 
 from __future__ import annotations
@@ -18,41 +22,55 @@ import sys
 
 from django.conf import settings
 
-from archivebox.cli import CommandError
+from archivebox import __version__
+from archivebox.cli import CommandError, records
 from archivebox.cli.common import at_least, parse_uuid, setup_django
 from archivebox.core.filters import FILTER_TYPES, FilterError, SnapshotFilter, ordered, parse_when, select
 from archivebox.core.models import Snapshot
 
 CHUNK = 500
 CSV_COLUMNS = ("id", "timestamp", "url", "title", "status", "tags", "created_at", "bookmarked_at", "finished_at",
-               "crawl_id", "depth", "output_dir")
+               "crawl_id", "depth", "output_dir", "is_archived", "downloaded_at", "modified_at", "bookmarked_date")
+# ArchiveBox's --search modes: the PATTERNs are then the text to search (meta: URL, title, tags only).
+SEARCH_MODES = ("meta", "content", "contents", "deep")
 __doc__ = __doc__.format(columns=", ".join(CSV_COLUMNS))
 
 
-def add_filter_arguments(parser) -> None:
-    """The filters ``list``, ``remove`` and ``extract`` share."""
+def add_filter_arguments(parser, default_filter_type: str = "exact") -> None:
+    """The filters ``list``, ``search``, ``snapshot list``, ``update``, ``remove`` and ``extract``
+    share (ArchiveBox 0.9's names, and this engine's)."""
     parser.add_argument("patterns", nargs="*", metavar="PATTERN", help="URLs (or other patterns, see --filter-type) to select")
-    parser.add_argument("--filter-type", "-f", default="exact", choices=FILTER_TYPES, help="how PATTERNs match (default exact)")
-    parser.add_argument("--url", default="", help="only URLs containing this text")
+    parser.add_argument("--filter-type", "-f", default=default_filter_type, choices=FILTER_TYPES,
+                        help=f"how PATTERNs match (default {default_filter_type})")
+    parser.add_argument("--url", "--url__icontains", dest="url", default="", help="only URLs containing this text")
+    parser.add_argument("--url__istartswith", dest="url_prefix", default="", help="only URLs starting with this text")
     parser.add_argument("--tag", "-t", default="", help="only snapshots with this tag")
     parser.add_argument("--before", help="only URLs bookmarked (else added) before this Unix timestamp or date")
     parser.add_argument("--after", help="only URLs bookmarked (else added) at or after this Unix timestamp or date")
-    parser.add_argument("--search", "-s", default="", help="only snapshots whose URL, title, tags or archived text contain this")
-    parser.add_argument("--status", help="only snapshots in this state")
+    parser.add_argument("--search", default="", metavar="TEXT|MODE",
+                        help="only snapshots whose URL, title, tags or archived text contain TEXT; or ArchiveBox's "
+                             f"{'|'.join(SEARCH_MODES)}: the PATTERNs are the text (meta: URL, title and tags only)")
+    parser.add_argument("--status", "-s", help="only snapshots in this state")
     parser.add_argument("--crawl", "--crawl-id", dest="crawl", help="only snapshots of this crawl id")
 
 
-def register(parser) -> None:
-    add_filter_arguments(parser)
-    parser.add_argument("--sort", "-o", default="", help="sort by url, title, created_at, bookmarked_at, added, status, finished_at "
-                                                         "(prefix - for descending, as --sort=-url; default -created_at)")
+def add_output_arguments(parser) -> None:
+    parser.add_argument("--sort", "-o", default="", help="sort by url, title, timestamp, created_at, bookmarked_at, "
+                                                         "downloaded_at, added, status, depth (prefix - for descending, as "
+                                                         "--sort=-url; default -created_at)")
     parser.add_argument("--limit", "-n", type=int, default=0, help="at most this many")
     formats = parser.add_mutually_exclusive_group()
     formats.add_argument("--json", action="store_true", help="a JSON array of snapshots")
     formats.add_argument("--jsonl", action="store_true", help="one JSON object per snapshot per line")
     formats.add_argument("--csv", "-C", metavar="COLUMNS", help="CSV of these comma-separated columns")
     formats.add_argument("--html", action="store_true", help="a static HTML index page")
-    parser.add_argument("--with-headers", action="store_true", help="a header row in --csv output")
+    parser.add_argument("--with-headers", action="store_true",
+                        help="a header row in --csv output; ArchiveBox's index.json envelope around --json")
+
+
+def register(parser) -> None:
+    add_filter_arguments(parser, default_filter_type="substring")
+    add_output_arguments(parser)
 
 
 def filter_of(args) -> SnapshotFilter:
@@ -60,17 +78,26 @@ def filter_of(args) -> SnapshotFilter:
     crawl_id = parse_uuid(args.crawl, "--crawl") if args.crawl else None
     if args.status and args.status not in Snapshot.graph.states:
         raise CommandError(f"--status must be one of {', '.join(Snapshot.graph.states)}, got {args.status!r}", code=2)
+    patterns, search = args.patterns, args.search
+    if search.lower() in SEARCH_MODES and patterns:
+        patterns, search = [], " ".join(patterns)
     try:
-        return SnapshotFilter(patterns=args.patterns, filter_type=args.filter_type, url=args.url, tag=args.tag,
-                              before=parse_when(args.before, "--before"), after=parse_when(args.after, "--after"),
-                              search=args.search, status=args.status or "", crawl_id=crawl_id)
+        return SnapshotFilter(patterns=patterns, filter_type=args.filter_type, url=args.url, url_prefix=args.url_prefix,
+                              tag=args.tag, before=parse_when(args.before, "--before"), after=parse_when(args.after, "--after"),
+                              search=search, status=args.status or "", crawl_id=crawl_id)
     except FilterError as err:
         raise CommandError(str(err), code=2) from None
 
 
-def selected(spec: SnapshotFilter, sort: str = "", limit: int = 0):
+def has_filter(args) -> bool:
+    return bool(args.patterns or args.url or args.url_prefix or args.tag or args.before or args.after or args.search
+                or args.status or args.crawl)
+
+
+def selected(spec: SnapshotFilter, sort: str = "", limit: int = 0, metadata_only: bool = False):
+    search_db = None if metadata_only else settings.DATA_DIR / "search.sqlite3"
     try:
-        return ordered(select(spec, settings.DATA_DIR / "search.sqlite3"), sort, limit).prefetch_related("results", "tags")
+        return ordered(select(spec, search_db), sort, limit).prefetch_related("results", "tags")
     except FilterError as err:
         raise CommandError(str(err), code=2) from None
 
@@ -79,6 +106,7 @@ def snapshot_json(snapshot: Snapshot) -> dict:
     return {
         "id": str(snapshot.id),
         "url": snapshot.url,
+        "timestamp": records.timestamp_of(snapshot),
         "status": snapshot.status,
         "depth": snapshot.depth,
         "title": snapshot.title,
@@ -97,11 +125,17 @@ def snapshot_json(snapshot: Snapshot) -> dict:
 
 def column(snapshot: Snapshot, name: str) -> str:
     if name == "timestamp":
-        return f"{(snapshot.bookmarked_at or snapshot.created_at).timestamp():.6f}"
+        return records.timestamp_of(snapshot)
     if name == "tags":
         return ",".join(sorted(tag.name for tag in snapshot.tags.all()))
     if name == "output_dir":
         return snapshot.output_dir_relative
+    if name == "is_archived":
+        return str(any(result.status == "succeeded" for result in snapshot.results.all()))
+    if name == "bookmarked_date":
+        when = snapshot.bookmarked_at or snapshot.created_at
+        return f"{when:%Y-%m-%d %H:%M}" if when else ""
+    name = {"downloaded_at": "finished_at"}.get(name, name)
     value = getattr(snapshot, name)
     if isinstance(value, dt.datetime):
         return value.isoformat()
@@ -117,16 +151,34 @@ def csv_columns(spec: str) -> list[str]:
 
 
 def run(args) -> int:
+    return show(args, default=TEXT)
+
+
+TEXT, RECORDS = "text", "records"
+
+
+def show(args, default: str) -> int:
+    """Print the snapshots the arguments select: as asked, else as ``default`` (``TEXT`` lines,
+    or ArchiveBox's JSONL ``RECORDS`` when stdout is not a terminal)."""
     at_least(args.limit, 0, "--limit")
     columns = csv_columns(args.csv) if args.csv is not None else None
+    if args.with_headers and not (args.json or args.csv or args.html):
+        raise CommandError("--with-headers requires --csv, --json or --html", code=2)
     spec = filter_of(args)
     setup_django()
-    snapshots = selected(spec, args.sort, args.limit).iterator(chunk_size=CHUNK)
+    snapshots = selected(spec, args.sort, args.limit, metadata_only=args.search.lower() == "meta").iterator(chunk_size=CHUNK)
     if args.json:
-        print(json.dumps([snapshot_json(s) for s in snapshots], ensure_ascii=False, indent=2))
+        listed = [snapshot_json(s) for s in snapshots]
+        print(json.dumps(index_envelope(listed) if args.with_headers else listed, ensure_ascii=False, indent=2))
     elif args.jsonl:
         for snapshot in snapshots:
             print(json.dumps(snapshot_json(snapshot), ensure_ascii=False))
+    elif default == RECORDS and not columns and not args.html and records.piped():
+        count = 0
+        for snapshot in snapshots:
+            records.write(records.snapshot_record(snapshot))
+            count += 1
+        records.note(f"Listed {count} snapshots")
     elif columns:
         writer = csv.writer(sys.stdout, lineterminator="\n")
         if args.with_headers:
@@ -139,6 +191,14 @@ def run(args) -> int:
         for snapshot in snapshots:
             print(f"{snapshot.status:8} {snapshot.created_at:%Y-%m-%d %H:%M}  {snapshot.url}  {snapshot.title[:60]}")
     return 0
+
+
+def index_envelope(listed: list[dict]) -> dict:
+    """ArchiveBox's ``index.json`` around the snapshots (``--json --with-headers``)."""
+    return {"info": "This is an index of site data archived by ArchiveBox: The self-hosted web archive.",
+            "schema": "archivebox.index.json", "meta": {"project": "ArchiveBox", "version": __version__},
+            "num_links": len(listed), "updated": dt.datetime.now(dt.timezone.utc).isoformat(), "last_run_cmd": sys.argv,
+            "links": listed}
 
 
 def html_index(snapshots) -> str:

@@ -16,7 +16,7 @@ def register(parser) -> None:
 
 
 def run(args) -> int:
-    argv = args.args or ["help"]
+    argv = args.args[args.args[:1] == ["--"]:] or ["help"]
     setup_django(require_init=argv[0] not in REQUIRES_NO_INIT)
     ManagementUtility(["archivebox manage", *argv]).execute()
     return 0

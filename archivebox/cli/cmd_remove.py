@@ -15,7 +15,7 @@ import time
 from django.conf import settings
 
 from archivebox.cli import CommandError
-from archivebox.cli.cmd_list import add_filter_arguments, filter_of, selected
+from archivebox.cli.cmd_list import add_filter_arguments, filter_of, has_filter, selected
 from archivebox.cli.common import setup_django
 from archivebox.cli.waiting import run_until
 from archivebox.core.models import ArchiveResult
@@ -30,10 +30,6 @@ def register(parser) -> None:
     parser.add_argument("--keep-files", action="store_true", help="keep the snapshots' folders in archive/ (only the index entries go)")
     parser.add_argument("--delete", action="store_true", help="delete the folders too (the default; kept for ArchiveBox compatibility)")
     parser.add_argument("--force", action="store_true", help="cancel snapshots being archived, then remove them")
-
-
-def has_filter(args) -> bool:
-    return bool(args.patterns or args.url or args.tag or args.before or args.after or args.search or args.status or args.crawl)
 
 
 def confirm(count: int) -> bool:

@@ -1,7 +1,8 @@
 """Choosing snapshots: the filters ``list``, ``remove``, ``extract`` and the REST API share.
 
 Patterns are matched as ArchiveBox's ``--filter-type`` does (``exact``, ``substring``,
-``domain``, ``regex``, ``tag``, plus ``id`` for snapshot ids or their prefixes); the other
+``domain``, ``regex``, ``tag``, ``timestamp``, plus ``id`` for snapshot ids or their
+prefixes); the other
 filters narrow further. Dates (``before``/``after``) compare with when the URL was
 bookmarked, as its import said, else when it was added; they accept a Unix timestamp or
 an ISO 8601 date. ``search`` matches the URL, title or a tag, and the full text the
@@ -24,8 +25,10 @@ from django.db.models.functions import Coalesce
 from archivebox.core.models import Snapshot
 from archivebox.plugins.search import fts
 
-FILTER_TYPES = ("exact", "substring", "domain", "regex", "tag", "id")
-SORTABLE = ("created_at", "bookmarked_at", "added", "url", "title", "status", "finished_at")
+FILTER_TYPES = ("exact", "substring", "domain", "regex", "tag", "timestamp", "id")
+SORTABLE = ("created_at", "bookmarked_at", "added", "url", "title", "status", "finished_at", "modified_at", "depth", "timestamp")
+# ArchiveBox's names of the same fields.
+SORT_ALIASES = {"downloaded_at": "finished_at", "id": "created_at"}
 FULL_TEXT_LIMIT = 10000
 
 
@@ -54,6 +57,7 @@ class SnapshotFilter:
     patterns: Sequence[str] = ()
     filter_type: str = "exact"
     url: str = ""  # URL contains (case-insensitive)
+    url_prefix: str = ""  # URL starts with (case-insensitive)
     tag: str = ""
     before: dt.datetime | None = None
     after: dt.datetime | None = None
@@ -76,6 +80,8 @@ def select(spec: SnapshotFilter, search_db: Path | None = None) -> QuerySet:
         snapshots = snapshots.filter(pk__in=list(spec.ids))
     if spec.url:
         snapshots = snapshots.filter(url__icontains=spec.url)
+    if spec.url_prefix:
+        snapshots = snapshots.filter(url__istartswith=spec.url_prefix)
     if spec.tag:
         snapshots = snapshots.filter(tags__name__iexact=spec.tag)
     if spec.before:
@@ -96,6 +102,8 @@ def select(spec: SnapshotFilter, search_db: Path | None = None) -> QuerySet:
 def ordered(snapshots: QuerySet, sort: str = "", limit: int = 0) -> QuerySet:
     """Sorted by ``sort`` (a field, ``-field`` for descending; newest first by default), at most ``limit``."""
     sort = sort or "-created_at"
+    descending, field_name = sort.startswith("-"), sort.lstrip("-")
+    sort = ("-" if descending else "") + SORT_ALIASES.get(field_name, field_name)
     if sort.lstrip("-") not in SORTABLE:
         raise FilterError(f"sort must be one of {', '.join(SORTABLE)} (prefix - for descending), got {sort!r}")
     snapshots = snapshots.order_by(sort, "-created_at" if sort.lstrip("-") != "created_at" else "pk")
@@ -120,9 +128,23 @@ def _patterns(patterns: Sequence[str], filter_type: str) -> Q:
             query |= Q(url__regex=pattern)
         elif filter_type == "tag":
             query |= Q(tags__name__iexact=pattern)
+        elif filter_type == "timestamp":
+            query |= _timestamp_match(pattern)
         else:
             query |= _id_match(pattern)
     return query
+
+
+def _timestamp_match(value: str) -> Q:
+    """ArchiveBox's ``timestamp`` of a snapshot: an upgraded one's folder name, else when it
+    was bookmarked (else added), as a Unix time."""
+    text = value.strip()
+    query = Q(timestamp=text)
+    try:
+        when = dt.datetime.fromtimestamp(float(text), tz=dt.timezone.utc)
+    except (ValueError, OverflowError, OSError):
+        return query
+    return query | (Q(timestamp="") & Q(added=when))
 
 
 def _id_match(value: str) -> Q:

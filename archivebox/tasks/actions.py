@@ -26,7 +26,8 @@ from archivebox.hooks.catalog import catalog
 from archivebox.plugins.search import fts
 from archivebox.tasks import registry
 from archivebox.tasks.dispatch import kick, wake_rows
-from archivebox.transitions.archiveresult import transition_archiveresult_reopen, transition_archiveresult_rerun
+from archivebox.transitions.archiveresult import (transition_archiveresult_give_up, transition_archiveresult_reopen,
+                                                    transition_archiveresult_rerun)
 from archivebox.transitions.crawl import transition_crawl_give_up
 from archivebox.transitions.snapshot import transition_snapshot_give_up, transition_snapshot_reopen
 
@@ -50,6 +51,11 @@ def _until_final(model, pk, transition) -> bool:
 def cancel_snapshot(snapshot_id) -> bool:
     """Fail the snapshot now (its running hooks are stopped); False if it was already final."""
     return _until_final(Snapshot, snapshot_id, transition_snapshot_give_up)
+
+
+def cancel_result(result_id) -> bool:
+    """Fail one hook run now (its hook is stopped); False if it was already final."""
+    return _until_final(ArchiveResult, result_id, transition_archiveresult_give_up)
 
 
 def cancel_crawl(crawl_id) -> bool:
