@@ -11,6 +11,7 @@ when the crawl is sealed, running the worker pools in this process if none are r
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 
@@ -38,13 +39,21 @@ def register(parser) -> None:
     parser.add_argument("--config", "-c", action="append", default=[], metavar="KEY=VALUE", help="config for this crawl only")
     parser.add_argument("--label", default="", help="a name for the crawl")
     parser.add_argument("--persona", default="", help="archive as this persona: its cookies and user agent (see `archivebox persona`)")
-    parser.add_argument("--plugins", "-p", default="", help="only run these plugins, comma-separated (e.g. title,wget,screenshot)")
+    parser.add_argument("--plugins", "--extract", "-p", default="",
+                        help="only run these plugins, comma-separated (e.g. title,wget,screenshot)")
     parser.add_argument("--max-urls", type=int, default=0, help="at most this many snapshots in the crawl, links found included (0 = no limit)")
     parser.add_argument("--crawl-timeout", default="0", metavar="DURATION",
                         help="cancel what is unfinished after this long, e.g. 600, 30m, 2h (0 = no limit)")
     parser.add_argument("--snapshot-max-size", default="0", metavar="SIZE",
                         help="once a snapshot's folder is larger (e.g. 45mb, 1gb), skip its hooks not yet started (0 = no limit)")
-    parser.add_argument("--only-new", action="store_true", help="skip URLs already archived (also links found while crawling)")
+    parser.add_argument("--only-new", action="store_true", default=None,
+                        help="skip URLs already archived (also links found while crawling; default: the ONLY_NEW config)")
+    parser.add_argument("--no-only-new", "--overwrite", "--update", dest="only_new", action="store_false",
+                        help="archive URLs again even if already archived (ArchiveBox's --overwrite; overrides ONLY_NEW)")
+    parser.add_argument("--url-allowlist", "--domain-allowlist", default="", metavar="LIST",
+                        help="comma-separated domains (or regexes): only links to them become snapshots (URL_ALLOWLIST)")
+    parser.add_argument("--url-denylist", "--domain-denylist", default="", metavar="LIST",
+                        help="comma-separated domains (or regexes): links to them never become snapshots (URL_DENYLIST)")
     parser.add_argument("--index-only", action="store_true",
                         help="add the URLs to the index without archiving them now (`archivebox update` archives them)")
     parser.add_argument("--parser", default="auto", choices=PARSERS,
@@ -87,11 +96,30 @@ def persona_config(name: str) -> dict[str, str]:
     return persona_store.crawl_config(persona)
 
 
+def url_pattern(listed: str) -> str:
+    """A regex for a comma-separated list of domains (a domain and its subdomains) or regexes."""
+    parts = []
+    for item in (part.strip() for part in listed.split(",")):
+        if not item:
+            continue
+        if re.fullmatch(r"[A-Za-z0-9.-]+(:\d+)?", item):
+            parts.append(rf"^[a-z][a-z0-9+.-]*://([^/@]*@)?([^/]*\.)?{re.escape(item.lower())}([:/?#]|$)")
+        else:
+            parts.append(item)
+    return "|".join(parts)
+
+
 def options_of(args) -> AddOptions:
-    return AddOptions(depth=args.depth, tags=args.tag, config=parse_config(args.config), label=args.label,
+    config = parse_config(args.config)
+    for key, listed in (("URL_ALLOWLIST", args.url_allowlist), ("URL_DENYLIST", args.url_denylist)):
+        if listed:
+            config[key] = url_pattern(listed)
+    if args.only_new is False:
+        config["ONLY_NEW"] = "false"
+    return AddOptions(depth=args.depth, tags=args.tag, config=config, label=args.label,
                       plugins=[p.strip() for p in args.plugins.split(",") if p.strip()], max_urls=args.max_urls,
                       crawl_timeout=parse_seconds(args.crawl_timeout, "--crawl-timeout"),
-                      snapshot_max_size=parse_size(args.snapshot_max_size, "--snapshot-max-size"), only_new=args.only_new,
+                      snapshot_max_size=parse_size(args.snapshot_max_size, "--snapshot-max-size"), only_new=bool(args.only_new),
                       index_only=args.index_only)
 
 

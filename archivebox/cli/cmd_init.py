@@ -1,33 +1,19 @@
 """Create (or upgrade) a collection in the data directory.
 
-The data directory is the current directory, or DATA_DIR if set.
+The data directory is the current directory, or DATA_DIR if set. A collection ArchiveBox
+(0.4 to 0.9) made is upgraded in place: its index is backed up first, then read into this
+engine's, and each snapshot's folder is moved to archive/<id> (archive/<timestamp> is left
+as a link to it); an index that cannot be read (corrupt, made by a newer ArchiveBox) is
+refused and nothing changes. Folders of ArchiveBox snapshots in archive/ that the index does
+not list are imported too, unless --quick.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from django.conf import settings
-from django.core.management import call_command
-
-from archivebox.binaries import provision
-from archivebox.cli import CommandError
 from archivebox.cli import cmd_install as install
-from archivebox.cli.common import is_initialized, setup_django
-from archivebox.cli.permissions import tighten
-from archivebox.config import CONFIG_FILENAME
-from archivebox.core.models import Machine
-from archivebox.upgrade import run as upgrade
-
-CONFIG_TEMPLATE = """# ArchiveBox configuration for this collection.
-# Keys set here apply unless the environment (or a crawl's own config) sets them.
-# Examples:
-# [GENERAL]
-# TIMEOUT = 60
-# PLUGINS = title,wget,htmltotext
-# [ENGINE]
-# ACTOR_CONCURRENCY = ArchiveResult=8,Snapshot=4
-"""
+from archivebox.cli.collection import initialize
 
 
 def register(parser) -> None:
@@ -42,50 +28,7 @@ def register(parser) -> None:
 
 
 def run(args) -> int:
-    setup_django(require_init=False)
-    try:
-        found = upgrade.needed(settings.DATA_DIR)
-        if found is not None:
-            done = upgrade.upgrade(settings.DATA_DIR, settings.ARCHIVE_DIR, found, quick=args.quick)
-            if not args.quiet:
-                print(done.summary())
-        elif is_initialized():
-            upgrade.check_not_newer()
-        create(settings.DATA_DIR)
-        adopted = None if args.quick or found is not None else upgrade.adopt_orphans(settings.DATA_DIR, settings.ARCHIVE_DIR)
-    except upgrade.UpgradeError as err:
-        raise CommandError(str(err)) from None
-    except OSError as err:
-        raise CommandError(f"cannot create the collection in {settings.DATA_DIR}: {err.strerror} ({err.filename or settings.DATA_DIR})") from None
-    if adopted and adopted.snapshots and not args.quiet:
-        print(f"Imported {adopted.snapshots} snapshot folder(s) found in archive/ that the index did not list "
-              f"({adopted.results} archive result(s)).")
-    if not args.quiet:
-        print(f"Initialized ArchiveBox collection in {settings.DATA_DIR}")
-    if settings.ENGINE.abx_plugins:
-        try:
-            runtime = provision.prepare_abx_plugins(Machine.current(settings.ENGINE.machine_id), settings.ENGINE)
-        except provision.Unavailable as err:
-            raise CommandError(f"ABX_PLUGINS: abx-plugins cannot be installed for the hooks: {err}") from None
-        if not args.quiet:
-            print(f"abx-plugins installed for the hooks (Python {runtime.version}): {settings.ENGINE.abx_plugins_dir}")
-    if args.install:
-        return install.run(argparse.Namespace(names=[], force=False, json=False, dry_run=False))
-    return 0
-
-
-def create(data_dir) -> None:
-    """The collection's folders, config file, secret key and databases (each kept if present)."""
-    for folder in (settings.ARCHIVE_DIR, settings.LOGS_DIR, settings.QUEUE_DIR, settings.DATA_DIR / "plugins"):
-        folder.mkdir(parents=True, exist_ok=True)
-    config_file = settings.DATA_DIR / CONFIG_FILENAME
-    if not config_file.exists():
-        config_file.write_text(CONFIG_TEMPLATE)
-    key_file = settings.DATA_DIR / ".secret_key"
-    if not key_file.exists():
-        key_file.touch(mode=0o600)
-        key_file.write_text(settings.SECRET_KEY)
-    # Every database: the app's, and the task monitor's own file when the app DB is SQLite.
-    for alias in settings.DATABASES:
-        call_command("migrate", database=alias, verbosity=0, interactive=False)
-    tighten(data_dir)
+    code = initialize(quiet=args.quiet, quick=args.quick)
+    if code == 0 and args.install:
+        return install.run(argparse.Namespace(names=[], force=False, json=False, dry_run=False, binproviders="*"))
+    return code

@@ -4,7 +4,9 @@
 archivebox.binaries): the hooks' Python runtime (with abx-plugins when ABX_PLUGINS is on),
 then every binary an abxpkg shebang's --deps-from declares, each recorded as a Binary row.
 `archivebox install wget trafilatura` limits it to those plugins or binaries; `--force`
-installs again what is installed or failed. Exit code 1 if any binary could not be had.
+installs again what is installed or failed; `--dry-run` lists what would be provisioned and
+what is already, and changes nothing. In a folder that is not a collection yet, `install`
+creates one first (as `archivebox init`). Exit code 1 if any binary could not be had.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from archivebox.binaries import hookrun, listing, provision
 from archivebox.binaries.models import Binary
 from archivebox.binaries.provision import Unavailable
 from archivebox.binaries.requests import BinaryRequest
-from archivebox.cli.common import setup_django
+from archivebox.cli import CommandError
+from archivebox.cli.collection import initialize
+from archivebox.cli.common import is_initialized, setup_django
 from archivebox.core.models import Machine
 from archivebox.hooks import runtime
 from archivebox.hooks.catalog import catalog, layers
@@ -30,6 +34,9 @@ def register(parser) -> None:
     parser.add_argument("names", nargs="*", metavar="NAME", help="plugins or binaries (default: every enabled plugin)")
     parser.add_argument("--force", action="store_true", help="install again what is installed, try again what failed")
     parser.add_argument("--json", action="store_true", help="print the Binary rows as JSON")
+    parser.add_argument("--dry-run", "-d", action="store_true", help="show what would be installed; install nothing")
+    parser.add_argument("--binproviders", "-p", default="*",
+                        help="accepted for ArchiveBox: * only (each hook declares the providers of its binaries)")
 
 
 def wanted(names: list[str]):
@@ -42,6 +49,25 @@ def wanted(names: list[str]):
         aliases = {plugin.lower(), request.name.lower(), request.env_key.lower(), request.env_key.removesuffix("_BINARY").lower()}
         return bool(aliases & lowered)
     return match
+
+
+def dry_run(machine: Machine, requests: list[BinaryRequest], problems: list[str]) -> int:
+    """What ``install`` would do, row by row; nothing is installed or recorded."""
+    print(f"Dry run: nothing will be installed. Binaries the enabled plugins need on {machine} "
+          f"(lib dir {settings.ENGINE.binaries_dir}):")
+    for request in requests:
+        row = Binary.objects.filter(machine=machine, name=request.name, request_key=request.key).first()
+        if row is not None and row.status == "installed":
+            print(listing.line(row))
+        else:
+            print(f"  + {request.name:24} would be installed (providers: {request.binproviders}"
+                  f"{f', version >= {request.min_version}' if request.min_version else ''})"
+                  + (f"; last attempt failed: {row.output}" if row is not None and row.status == "failed" else ""))
+    for problem in problems:
+        print(f"  ✗ {problem}")
+    if not requests and not problems:
+        print("  none: no enabled plugin declares a binary")
+    return 0
 
 
 def requests_to_install(machine: Machine, names: list[str]) -> tuple[list[BinaryRequest], list[str]]:
@@ -70,9 +96,17 @@ def requests_to_install(machine: Machine, names: list[str]) -> tuple[list[Binary
 
 
 def run(args) -> int:
+    if getattr(args, "binproviders", "*").strip() not in ("*", ""):
+        raise CommandError("--binproviders: each plugin's hook declares the providers of its binaries here; only * is taken",
+                           code=2)
+    if settings.DATA_DIR.is_dir() and not is_initialized():
+        print(f"Initializing a collection in {settings.DATA_DIR} first (archivebox init)...")
+        initialize(quiet=True, quick=True)
     setup_django()
     machine = Machine.current(settings.ENGINE.machine_id)
     requests, problems = requests_to_install(machine, args.names)
+    if getattr(args, "dry_run", False):
+        return dry_run(machine, requests, problems)
     rows: list[Binary] = []
     failures = list(problems)
     runtime_row = None

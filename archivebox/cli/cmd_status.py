@@ -1,14 +1,22 @@
-"""Show the state of the collection: counts per state, the oldest due row, live workers.
+"""Show the state of the collection: its size, counts per state, the oldest due row, live workers.
 
-Liveness comes from the database (orchestrator lease, worker heartbeats), so this works
-for workers on any machine. Exit code 0 either way; `--json` for scripts.
+The size is the index's and the archive folder's (walked for at most SIZE_BUDGET seconds:
+a larger archive is reported as "at least"), with the snapshot folders present and
+those no snapshot names (orphaned), the snapshots archived (one result succeeded) or not,
+and the users who can log in. Liveness comes from the database (orchestrator lease, worker
+heartbeats), so this works for workers on any machine. Exit code 0 either way; `--json`
+for scripts.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import time
+import uuid
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from archivebox.binaries import listing
@@ -20,6 +28,66 @@ from archivebox.core.models import ArchiveResult, Crawl, Lease, Machine, Process
 from archivebox.web.health import POOLS, liveness
 
 MODELS = [Crawl, Snapshot, ArchiveResult, Process]
+# How long the archive folder's size is counted before the report says "at least".
+SIZE_BUDGET = 10.0
+
+
+def tree_size(folder, budget: float = SIZE_BUDGET) -> tuple[int, bool]:
+    """Bytes of the files under ``folder`` (links not followed), and whether all were counted."""
+    total, pending, deadline = 0, [str(folder)], time.monotonic() + budget
+    while pending:
+        if time.monotonic() > deadline:
+            return total, False
+        try:
+            entries = list(os.scandir(pending.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(entry.path)
+                elif not entry.is_symlink():
+                    total += entry.stat(follow_symlinks=False).st_size
+            except OSError:
+                continue
+    return total, True
+
+
+def folders_of(archive_dir, known_ids: set[str]) -> dict:
+    """Snapshot folders in ``archive/``: those of a snapshot (present), and the rest (orphaned;
+    an upgraded snapshot's ``archive/<timestamp>`` link is neither)."""
+    present = orphaned = 0
+    if archive_dir.is_dir():
+        for entry in os.scandir(archive_dir):
+            if entry.is_symlink() or not entry.is_dir() or entry.name.startswith("."):
+                continue
+            try:
+                is_snapshot = str(uuid.UUID(entry.name)) in known_ids
+            except ValueError:
+                is_snapshot = False
+            present += is_snapshot
+            orphaned += not is_snapshot
+    return {"present": present, "orphaned": orphaned}
+
+
+def size_report() -> dict:
+    index = settings.DATA_DIR / "index.sqlite3"
+    index_bytes = sum(p.stat().st_size for p in (index, index.with_name("index.sqlite3-wal")) if p.exists())
+    archive_bytes, complete = tree_size(settings.ARCHIVE_DIR)
+    known = {str(pk) for pk in Snapshot.objects.values_list("pk", flat=True).iterator(chunk_size=2000)}
+    archived = Snapshot.objects.filter(results__status="succeeded").distinct().count()
+    users = get_user_model().objects.filter(is_active=True)
+    return {"index_bytes": index_bytes, "archive_bytes": archive_bytes, "archive_counted": complete,
+            "folders": folders_of(settings.ARCHIVE_DIR, known), "snapshots": len(known), "archived": archived,
+            "unarchived": len(known) - archived, "users": users.count(), "superusers": users.filter(is_superuser=True).count()}
+
+
+def human(size: int) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if size < 1024 or unit == "TB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TB"
 
 
 def register(parser) -> None:
@@ -28,7 +96,7 @@ def register(parser) -> None:
 
 def gather() -> dict:
     now = timezone.now()
-    report: dict = {"data_dir": str(settings.DATA_DIR), "models": {}, "oldest_due": None}
+    report: dict = {"data_dir": str(settings.DATA_DIR), "models": {}, "oldest_due": None, "size": size_report()}
     oldest = []
     for model in MODELS:
         counts = by_status(model.objects.all())
@@ -65,6 +133,14 @@ def _row(label: str, text: str) -> str:
 
 def format_report(report: dict) -> str:
     lines = [_row("Collection", report["data_dir"])]
+    size = report["size"]
+    lines.append(_row("Index size", f"{human(size['index_bytes'])} (index.sqlite3): {size['snapshots']} snapshot(s), "
+                                    f"archived: {size['archived']}, unarchived: {size['unarchived']}"))
+    lines.append(_row("Archive size", f"{'' if size['archive_counted'] else 'at least '}{human(size['archive_bytes'])} in "
+                                      f"{settings.ARCHIVE_DIR} (snapshot folders present: {size['folders']['present']}, "
+                                      f"orphaned: {size['folders']['orphaned']})"))
+    lines.append(_row("Users", f"{size['users']} user(s) can log in ({size['superusers']} superuser(s))"
+                      if size["users"] else "none can log in yet: `archivebox manage createsuperuser`"))
     for name, counts in report["models"].items():
         lines.append(_row(f"  {name}", ", ".join(f"{count} {status}" for status, count in counts.items()) or "none"))
     due = report["oldest_due"]

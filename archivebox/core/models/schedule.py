@@ -14,7 +14,8 @@ from archivebox.core.models.base import uuid7
 
 # ArchiveBox's names for the common periods.
 EVERY = {"minute": "* * * * *", "hourly": "0 * * * *", "daily": "0 0 * * *", "weekly": "0 0 * * 0",
-         "monthly": "0 0 1 * *", "yearly": "0 0 1 1 *"}
+         "monthly": "0 0 1 * *", "yearly": "0 0 1 1 *", "hour": "0 * * * *", "day": "0 0 * * *", "week": "0 0 * * 0",
+         "month": "0 0 1 * *", "year": "0 0 1 1 *"}
 
 
 class BadSchedule(ValueError):
@@ -35,7 +36,8 @@ def cron_of(every: str, min_period: float | None = None) -> str:
     (``SCHEDULE_MIN_PERIOD``, 60 by default)."""
     expression = EVERY.get(every.strip().lower(), every.strip())
     if len(expression.split()) != 5 or not croniter.is_valid(expression):
-        raise BadSchedule(f"--every expects {', '.join(EVERY)} or a five-field cron expression such as '0 */6 * * *', got {every!r}")
+        raise BadSchedule(f"--every expects {', '.join(list(EVERY)[:6])} or a five-field cron expression such as '0 */6 * * *', "
+                          f"got {every!r}")
     minimum = settings.SCHEDULE_MIN_PERIOD if min_period is None else min_period
     runs = croniter(expression, dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc))
     try:
