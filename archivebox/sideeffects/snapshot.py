@@ -7,6 +7,7 @@ import logging
 from django.conf import settings
 from django.utils import timezone
 
+from archivebox.core.graphs import SnapshotGraph
 from archivebox.core.models import ArchiveResult, Crawl, Snapshot
 from archivebox.sideeffects import index as index_effects
 from archivebox.sideeffects.crawl import activate
@@ -22,7 +23,7 @@ logger = logging.getLogger(__name__)
 def snapshot_started(snapshot_id) -> None:
     """Make the snapshot's folder, create one result per enabled hook, start step 0."""
     snapshot = rowsql.load(Snapshot, [snapshot_id], "crawl").get(snapshot_id)
-    if snapshot is None or snapshot.status != "started":
+    if snapshot is None or snapshot.status != SnapshotGraph.started:
         return
     snapshot.output_dir.mkdir(parents=True, exist_ok=True)
     now = timezone.now()
