@@ -12,6 +12,7 @@ from archivebox.core.graphs import ArchiveResultGraph, SnapshotGraph, CrawlGraph
 from archivebox.core.models import ArchiveResult, Crawl, Snapshot, Tag
 from archivebox.core.urlcheck import is_valid_url
 from archivebox.sideeffects.queue import sideeffect
+from archivebox.transitions.effects import ActivateSnapshots, CrawlFinished, CrawlStarted, CreateRootSnapshots
 from archivebox.core.reads import crawl_option, parked, results_of
 from archivebox.core.urlinput import Seed
 from archivebox.sideeffects.results import create_results
@@ -23,7 +24,7 @@ logger = logging.getLogger(__name__)
 BATCH = 500
 
 
-@sideeffect
+@sideeffect(CrawlStarted)
 def crawl_started(crawl_id) -> None:
     """Create the crawl's own hook results (step 0 due now), then let the crawl look."""
     crawl = Crawl.objects.filter(pk=crawl_id).first()
@@ -101,7 +102,7 @@ def activate(crawl_id, max_active: int) -> int:
     return wake_rows(Snapshot, list(parked_ids))
 
 
-@sideeffect
+@sideeffect(CreateRootSnapshots)
 def create_root_snapshots(crawl_id) -> None:
     crawl = Crawl.objects.filter(pk=crawl_id).first()
     if crawl is None or crawl.status != CrawlGraph.started:
@@ -112,12 +113,12 @@ def create_root_snapshots(crawl_id) -> None:
     wake_rows(Crawl, [crawl.pk])
 
 
-@sideeffect
+@sideeffect(ActivateSnapshots)
 def activate_snapshots(crawl_id) -> None:
     activate(crawl_id, settings.ENGINE.snapshot_max_active)
 
 
-@sideeffect
+@sideeffect(CrawlFinished)
 def crawl_finished(crawl_id) -> None:
     """A crawl is final: anything of it still waiting should notice now, not at its parked date."""
     waiting = Snapshot.objects.filter(crawl_id=crawl_id, retry_at__isnull=False).values_list("pk", flat=True)

@@ -68,6 +68,7 @@ from archivebox.sideeffects import browsing
 from archivebox.sideeffects.browsing import browser_for
 from archivebox.sideeffects.crawl import create_snapshots
 from archivebox.sideeffects.queue import sideeffect
+from archivebox.transitions.effects import RunHook
 from archivebox.sideeffects.results import wake_waiting
 from archivebox.tasks.dispatch import wake_rows
 
@@ -119,7 +120,7 @@ class Attempt:
 
 # Running an attempt ----------------------------------------------------------------
 
-@sideeffect
+@sideeffect(RunHook)
 def run_hook(result_id, attempt: int) -> None:
     """Run attempt ``attempt`` of a result's hook (in a pooled thread: the hook may run for hours)."""
     result = rowsql.load(ArchiveResult, [result_id], "crawl", "snapshot").get(result_id)

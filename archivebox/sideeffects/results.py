@@ -14,6 +14,7 @@ from archivebox.core.reads import expected_hooks, parked, results_of
 from archivebox.hooks.discovery import hook_order, stopped_at_cleanup
 from archivebox.sideeffects import index as index_effects
 from archivebox.sideeffects.queue import sideeffect
+from archivebox.transitions.effects import ResultFinished, StopBackground, WakeStep
 from archivebox.tasks.dispatch import wake_rows
 from archivebox.core import rowsql
 
@@ -41,7 +42,7 @@ def queued_results(snapshot_id, step: int) -> list[tuple]:
             if status == ArchiveResultGraph.queued and result_step <= step]
 
 
-@sideeffect
+@sideeffect(WakeStep)
 def wake_step(owner_kind: str, owner_id, step: int) -> None:
     """The owner reached ``step``: its queued results of that step (and earlier) may start."""
     if owner_kind == "Snapshot":  # once per step of every snapshot: a hand-written read
@@ -51,7 +52,7 @@ def wake_step(owner_kind: str, owner_id, step: int) -> None:
     wake_rows(ArchiveResult, queued)
 
 
-@sideeffect
+@sideeffect(StopBackground)
 def stop_background(owner_kind: str, owner_id, before: str = "", plugins: tuple[str, ...] = ()) -> None:
     """The owner no longer needs its running background services (its cleanup, or a hook
     that waits for background cleanup: then only those ordered before that hook, ``before``),
@@ -96,7 +97,7 @@ def unfinished_foreground(snapshot_id, crawl_id, step: int) -> bool:
         return cursor.fetchone() is not None
 
 
-@sideeffect
+@sideeffect(ResultFinished)
 def result_finished(result_id) -> None:
     """A result is final: its owner may advance a step or seal; its index changes.
 
@@ -112,7 +113,7 @@ def result_finished(result_id) -> None:
     if not unfinished_foreground(snapshot_id, crawl_id, step):
         wake_rows(owner_model, [owner_id])
     if snapshot_id is not None:
-        index_effects.write_index.run(snapshot_id)
+        index_effects.write_index(snapshot_id)
         if rowsql.values(Snapshot, ("retry_at",), {"id": snapshot_id}) == [(None,)]:
             # A background hook of a sealed snapshot was recorded: its crawl may be done now.
             wake_rows(Crawl, [crawl_id])

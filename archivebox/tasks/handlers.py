@@ -25,7 +25,8 @@ from archivebox.transitions import crawl as crawl_t
 from archivebox.transitions import process as process_t
 from archivebox.transitions import snapshot as snapshot_t
 from archivebox.core.graphs import ArchiveResultGraph, CrawlGraph, ProcessGraph, SnapshotGraph
-from archivebox.transitions.effects import Effect
+from archivebox.transitions.effects import (ActivateSnapshots, CrawlStarted, CreateRootSnapshots, OwnerKind, RunHook, SnapshotStarted,
+                                            StopBackground, WakeStep)
 
 FINAL_RESULT = tuple(ArchiveResultGraph.finals)
 PUMP = dt.timedelta(seconds=5)
@@ -96,7 +97,7 @@ class ResultView:
 RESULT_VIEW = ("plugin", "hook_name", "step", "background", "status", "retry_at", "attempts", "ready_at", "stop_requested_at")
 
 
-def read_results(owner_kind: str, owner_id) -> list[ResultView]:
+def read_results(owner_kind: OwnerKind, owner_id) -> list[ResultView]:
     if owner_kind == "Snapshot":
         rows = rowsql.values(ArchiveResult, RESULT_VIEW, {"snapshot": owner_id})
     else:
@@ -156,14 +157,14 @@ def missing_results(crawl: Crawl, snapshot: Snapshot | None, results: list[Resul
 class StepActions:
     """How an owner (a crawl, for its own hooks, or a snapshot) moves through its steps."""
 
-    kind: str
-    create_results: str  # side effect: create the owner's result rows
+    kind: OwnerKind
+    create_results: type[CrawlStarted | SnapshotStarted]  # the side effect that creates the owner's result rows
     advance: Callable  # transition to a later step
     done: Callable  # transition once every step is done
     cleans_up: bool  # its background services are stopped before ``done`` (a crawl's live on through its snapshots)
 
 
-def cleanup(owner, kind: str, results: list[ResultView], now: dt.datetime, config: EngineConfig) -> Wait | None:
+def cleanup(owner, kind: OwnerKind, results: list[ResultView], now: dt.datetime, config: EngineConfig) -> Wait | None:
     """An owner whose hooks are done stops its background services (``.daemon.bg`` and
     plain ``.bg`` hooks; ``.finite.bg`` ones were awaited) and ends once they are recorded;
     None when none is left. Their ends wake the owner."""
@@ -176,7 +177,7 @@ def cleanup(owner, kind: str, results: list[ResultView], now: dt.datetime, confi
     return Wait(recheck(now, config), "waiting for its background hooks to stop")
 
 
-def stop_wave(kind: str, owner_id, running: list[ResultView], before: str = "") -> tuple[Effect, ...]:
+def stop_wave(kind: OwnerKind, owner_id, running: list[ResultView], before: str = "") -> tuple[StopBackground, ...]:
     """The stop to ask for next among an owner's running background hooks, dependents first
     as abx-dl stops them: a plugin's services are stopped only once no other running hook's
     plugin requires it (``required_plugins``: the recorders using a browser tab flush before
@@ -188,7 +189,7 @@ def stop_wave(kind: str, owner_id, running: list[ResultView], before: str = "") 
             if not any(r.plugin.lower() in needs[other.plugin] for other in running if other.plugin != r.plugin)}
     if not wave and unstopped and len(unstopped) == len(running):
         wave = {r.plugin for r in unstopped}  # they all require each other
-    return (Effect("stop_background", (kind, owner_id, before, tuple(sorted(wave)))),) if wave else ()
+    return (StopBackground(kind, owner_id, before, tuple(sorted(wave))),) if wave else ()
 
 
 def walk_steps(owner, results: list[ResultView], actions: StepActions, now: dt.datetime, config: EngineConfig) -> Decision:
@@ -196,7 +197,7 @@ def walk_steps(owner, results: list[ResultView], actions: StepActions, now: dt.d
     crawl, snapshot = (owner.crawl, owner) if actions.kind == "Snapshot" else (owner, None)
     if missing_results(crawl, snapshot, results):
         return await_sideeffect(owner.started_at, now, config, "hook results not created yet",
-                                Effect(actions.create_results, (owner.pk,)))
+                                actions.create_results(owner.pk))
     state, step = step_progress(results, owner.current_step)
     if state == "advance":
         return Go(actions.advance, {"step": step, "check_at": advance_check(results, step, now, config)})
@@ -205,7 +206,7 @@ def walk_steps(owner, results: list[ResultView], actions: StepActions, now: dt.d
         return waiting or Go(actions.done)
     if stalled_step(results, owner.current_step, now):
         return await_sideeffect(owner.modified_at, now, config, "step not woken yet",
-                                Effect("wake_step", (actions.kind, owner.pk, owner.current_step)))
+                                WakeStep(actions.kind, owner.pk, owner.current_step))
     return Wait(recheck(now, config), f"hooks of step {owner.current_step} running")
 
 
@@ -224,9 +225,9 @@ def handle_crawl(crawl: Crawl, *, now: dt.datetime, config: EngineConfig) -> Dec
         if not crawl.seed_urls:
             return cleanup(crawl, "Crawl", read_results("Crawl", crawl.pk), now, config) or Go(crawl_t.transition_crawl_started_to_sealed)
         return await_sideeffect(crawl.modified_at, now, config, "root snapshots not created yet",
-                                Effect("create_root_snapshots", (crawl.pk,)))
+                                CreateRootSnapshots(crawl.pk))
     if snapshots.filter(status__in=SnapshotGraph.non_final()).exists():
-        return Wait(now + PUMP, "snapshots in progress", (Effect("activate_snapshots", (crawl.pk,)),))
+        return Wait(now + PUMP, "snapshots in progress", (ActivateSnapshots(crawl.pk),))
     if ArchiveResult.objects.filter(crawl=crawl, snapshot__isnull=False, retry_at__isnull=False).exists():
         # Ended snapshots' background hooks are being stopped; the crawl ends once they are recorded.
         return Wait(recheck(now, config), "background hooks of its snapshots being recorded")
@@ -249,13 +250,13 @@ def crawl_hooks_step(crawl: Crawl, now: dt.datetime, config: EngineConfig) -> De
     return walk_steps(crawl, read_results("Crawl", crawl.pk), CRAWL_STEPS, now, config)
 
 
-CRAWL_STEPS = StepActions("Crawl", "crawl_started", crawl_t.transition_crawl_advance_step,
+CRAWL_STEPS = StepActions("Crawl", CrawlStarted, crawl_t.transition_crawl_advance_step,
                           crawl_t.transition_crawl_start_snapshots, cleans_up=False)
 
 
 # Snapshot ------------------------------------------------------------------------
 
-SNAPSHOT_STEPS = StepActions("Snapshot", "snapshot_started", snapshot_t.transition_snapshot_advance_step,
+SNAPSHOT_STEPS = StepActions("Snapshot", SnapshotStarted, snapshot_t.transition_snapshot_advance_step,
                              snapshot_t.transition_snapshot_started_to_sealed, cleans_up=True)
 
 
@@ -457,7 +458,7 @@ def wait_for_attempt(result: ArchiveResult, process: AttemptView | None, owner, 
         if now < first_check:
             return Wait(min(deadline, first_check), "hook launch pending")
         return Wait(min(deadline, lost_check(result.started_at, now, config)), "hook launch lost?",
-                    (Effect("run_hook", (result.pk, result.attempts)),))
+                    (RunHook(result.pk, result.attempts),))
     if owner.is_final:
         return Wait(min(deadline, now + seconds(config.hook_kill_grace + 2)), "being stopped")
     return Wait(deadline, "hook running")

@@ -11,7 +11,7 @@ import datetime as dt
 from archivebox.core.models import ArchiveResult
 from archivebox.core.graphs import ArchiveResultGraph
 from archivebox.transitions.cas import move
-from archivebox.transitions.effects import Effect
+from archivebox.transitions.effects import ResultFinished, RunHook
 
 
 def transition_archiveresult_queued_to_started(result: ArchiveResult, *, now: dt.datetime, check_at: dt.datetime, claim=None) -> bool:
@@ -19,18 +19,18 @@ def transition_archiveresult_queued_to_started(result: ArchiveResult, *, now: dt
     attempt = result.attempts + 1
     return move(result, ArchiveResultGraph.queued, ArchiveResultGraph.started, now=now, claim=claim, retry_at=check_at,
                 fields={"attempts": attempt, "started_at": now, "finished_at": None, "ready_at": None, "stop_requested_at": None},
-                then=[Effect("run_hook", (result.pk, attempt))])
+                then=[RunHook(result.pk, attempt)])
 
 
 def transition_archiveresult_queued_to_skipped(result: ArchiveResult, *, now: dt.datetime, reason: str, claim=None) -> bool:
     return move(result, ArchiveResultGraph.queued, ArchiveResultGraph.skipped, now=now, claim=claim, fields={"output_str": reason, "finished_at": now},
-                then=[Effect("result_finished", (result.pk,))])
+                then=[ResultFinished(result.pk)])
 
 
 def _finish(result: ArchiveResult, target: str, now: dt.datetime, output_str: str, output_json, claim) -> bool:
     return move(result, ArchiveResultGraph.started, target, now=now, claim=claim,
                 fields={"output_str": output_str, "output_json": output_json, "finished_at": now},
-                then=[Effect("result_finished", (result.pk,))])
+                then=[ResultFinished(result.pk)])
 
 
 def transition_archiveresult_started_to_succeeded(result: ArchiveResult, *, now: dt.datetime, output_str: str = "", output_json=None, claim=None) -> bool:
@@ -63,7 +63,7 @@ def transition_archiveresult_give_up(result: ArchiveResult, *, now: dt.datetime,
     """Any unfinished state -> failed."""
     return move(result, result.status, ArchiveResultGraph.failed, now=now, claim=claim,
                 fields={"finished_at": now, "last_error": error[:2000], "output_str": result.output_str or error[:500]},
-                then=[Effect("result_finished", (result.pk,))])
+                then=[ResultFinished(result.pk)])
 
 
 def transition_archiveresult_reopen(result: ArchiveResult, *, now: dt.datetime, max_attempts: int) -> bool:
