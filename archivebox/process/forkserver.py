@@ -230,6 +230,8 @@ def run_child(request: dict, script: types.CodeType | None = None, hold: int | N
             os.close(hold)
         os.chdir(request["cwd"])  # after the word: a held child's folder may be made meanwhile
         status = request.get("status")
+        if status:
+            record_termination(status)
         try:
             run_script(argv[0], script)
             code = 0
@@ -248,6 +250,19 @@ def run_child(request: dict, script: types.CodeType | None = None, hold: int | N
                 write_status(status, code & 0xFF)
         finally:
             os._exit(code & 0xFF)
+
+
+def record_termination(status: str) -> None:
+    """A SIGTERM (the stop of the hook's group at cleanup, a timeout, its worker stopping)
+    still ends the hook as the signal would, and its status file says so (143, as a shell
+    reports it), for whoever records its outcome after its worker is gone. A hook that
+    handles SIGTERM itself replaces this, and its exit is recorded as any other."""
+    def terminated(signum, frame):
+        write_status(status, 128 + signum)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    signal.signal(signal.SIGTERM, terminated)
 
 
 def write_status(path: str, code: int) -> None:
