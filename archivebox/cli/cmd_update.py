@@ -19,6 +19,7 @@ from django.conf import settings
 from archivebox.cli import CommandError
 from archivebox.cli.cmd_list import add_filter_arguments, filter_of, has_filter
 from archivebox.cli.common import setup_django
+from archivebox.core.graphs import ArchiveResultGraph
 from archivebox.cli.waiting import run_until
 from archivebox.core.filters import FilterError, parse_when, select
 from archivebox.core.models import ArchiveResult, Snapshot
@@ -76,7 +77,7 @@ def run(args) -> int:
         return 0
     done = lambda: not Snapshot.objects.filter(pk__in=snapshot_ids, retry_at__isnull=False).exists()  # noqa: E731
     finished = run_until(done)
-    remaining = ArchiveResult.objects.filter(snapshot_id__in=snapshot_ids, status="failed").count()
+    remaining = ArchiveResult.objects.filter(snapshot_id__in=snapshot_ids, status=ArchiveResultGraph.failed).count()
     print(f"Done: {remaining} result(s) still failed." if finished else "Interrupted: the rest continues when workers run.")
     return 0 if finished else 130
 

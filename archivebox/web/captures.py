@@ -17,6 +17,7 @@ import mimetypes
 from dataclasses import dataclass
 from pathlib import Path
 
+from archivebox.core.graphs import ArchiveResultGraph
 from archivebox.web import files
 
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/webp", "image/gif")
@@ -85,7 +86,7 @@ def of_snapshot(archive_dir: Path, snapshot_id, results) -> list[Capture]:
     found: list[Capture] = []
     for result in results:
         plugin, status, output_str = _fields(result)
-        if status != "succeeded" or plugin in NOT_PREVIEWS:
+        if status != ArchiveResultGraph.succeeded or plugin in NOT_PREVIEWS:
             continue
         found_file = output_file(archive_dir, snapshot_id, plugin, output_str) if kind_of(output_str.strip()) else None
         if found_file is None:
