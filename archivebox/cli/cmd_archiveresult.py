@@ -14,6 +14,7 @@ from django.conf import settings
 
 from archivebox.cli import CommandError, records
 from archivebox.cli.common import at_least, parse_uuid, setup_django
+from archivebox.core.graphs import ArchiveResultGraph
 from archivebox.core.models import ArchiveResult, Snapshot
 from archivebox.core.reads import owner_layers
 from archivebox.hooks.catalog import catalog
@@ -47,7 +48,7 @@ def request(snapshot_id, plugin: str, hook_name: str, status: str = "queued") ->
 
 
 def create(args) -> int:
-    if args.status != "queued":
+    if args.status != ArchiveResultGraph.queued:
         raise CommandError(f"--status: a hook run starts queued here, got {args.status!r}", code=2)
     passed = []
     if args.snapshot_id:
@@ -126,16 +127,16 @@ def results_read() -> list[ArchiveResult] | None:
 
 
 def update(args) -> int:
-    if args.status and args.status not in ("queued", "failed"):
+    if args.status and args.status not in (ArchiveResultGraph.queued, ArchiveResultGraph.failed):
         raise CommandError(f"--status must be queued (run again) or failed (cancel), got {args.status!r}: a finished "
                            "result's status is what its hook reported", code=2)
     results = results_read()
     if results is None:
         return 1
     for result in results:
-        if args.status == "queued" and result.is_final and result.snapshot_id:
+        if args.status == ArchiveResultGraph.queued and result.is_final and result.snapshot_id:
             actions.rerun_plugins([result.snapshot_id], [result.plugin])
-        elif args.status == "failed" and not result.is_final:
+        elif args.status == ArchiveResultGraph.failed and not result.is_final:
             actions.cancel_result(result.pk)
         result.refresh_from_db()
         if records.piped():

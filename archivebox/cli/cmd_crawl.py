@@ -14,6 +14,7 @@ from __future__ import annotations
 from archivebox.cli import CommandError, records
 from archivebox.cli.common import at_least, setup_django
 from archivebox.cli.waiting import run_until
+from archivebox.core.graphs import CrawlGraph
 from archivebox.core.models import ArchiveResult, Crawl, Snapshot
 from archivebox.core.urlcheck import InvalidURL, check_url
 from archivebox.core.urlinput import Seed
@@ -48,7 +49,7 @@ def run(args) -> int:
 
 
 def create(args) -> int:
-    if args.status != "queued":
+    if args.status != CrawlGraph.queued:
         raise CommandError(f"--status: a new crawl starts queued here (the engine moves it on), got {args.status!r}", code=2)
     found = records.read_args_or_stdin(args.urls)
     if not found:
@@ -127,7 +128,7 @@ def crawls_read() -> list[Crawl] | None:
 
 
 def update(args) -> int:
-    if args.status and args.status not in ("queued", "started", "sealed", "failed"):
+    if args.status and args.status not in Crawl.graph.states:
         raise CommandError(f"--status must be queued, started, sealed or failed, got {args.status!r}", code=2)
     if args.max_depth is not None and not 0 <= args.max_depth <= 9:
         raise CommandError(f"--max-depth must be between 0 and 9, got {args.max_depth}", code=2)
@@ -138,11 +139,11 @@ def update(args) -> int:
     for crawl in crawls:
         if args.max_depth is not None and not crawl.is_final:
             Crawl.objects.filter(pk=crawl.pk, retry_at__isnull=False).update(max_depth=args.max_depth)
-        if args.status in ("sealed", "failed"):
+        if args.status in Crawl.graph.finals:
             actions.cancel_crawl(crawl.pk)
-        elif args.status in ("queued", "started"):
+        elif args.status:
             wake_rows(Crawl, [crawl.pk])  # the engine moves it on from its state, now
-        if args.status in ("queued", "started") and crawl.is_final:
+        if args.status and args.status not in Crawl.graph.finals and crawl.is_final:
             records.note(f"Crawl {crawl.pk} is {crawl.status}: a finished crawl is not re-queued here (re-run its "
                          "snapshots with `archivebox snapshot update --status=queued` or `archivebox extract`)")
         updated += 1

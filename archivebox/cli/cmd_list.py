@@ -26,6 +26,7 @@ from archivebox import __version__
 from archivebox.cli import CommandError, records
 from archivebox.cli.common import at_least, parse_uuid, setup_django
 from archivebox.core.filters import FILTER_TYPES, FilterError, SnapshotFilter, ordered, parse_when, select
+from archivebox.core.graphs import ArchiveResultGraph
 from archivebox.core.models import Snapshot
 
 CHUNK = 500
@@ -131,7 +132,7 @@ def column(snapshot: Snapshot, name: str) -> str:
     if name == "output_dir":
         return snapshot.output_dir_relative
     if name == "is_archived":
-        return str(any(result.status == "succeeded" for result in snapshot.results.all()))
+        return str(any(result.status == ArchiveResultGraph.succeeded for result in snapshot.results.all()))
     if name == "bookmarked_date":
         when = snapshot.bookmarked_at or snapshot.created_at
         return f"{when:%Y-%m-%d %H:%M}" if when else ""

@@ -16,6 +16,7 @@ from django.conf import settings
 from archivebox.cli import CommandError, cmd_list, records
 from archivebox.cli.cmd_remove import cancel
 from archivebox.cli.common import setup_django
+from archivebox.core.graphs import SnapshotGraph
 from archivebox.core.models import Crawl, Snapshot, Tag
 from archivebox.core.urlcheck import InvalidURL, check_url
 from archivebox.core.urlinput import Seed
@@ -77,7 +78,7 @@ def of_crawl(crawl: Crawl, tags: list[str]) -> list[Snapshot]:
 
 
 def create(args) -> int:
-    if args.status != "queued":
+    if args.status != SnapshotGraph.queued:
         raise CommandError(f"--status: a new snapshot starts queued here (the engine moves it on), got {args.status!r}", code=2)
     found = records.read_args_or_stdin(args.urls)
     if not found:
@@ -169,16 +170,16 @@ def snapshots_read() -> list[Snapshot] | None:
 
 
 def update(args) -> int:
-    if args.status and args.status not in ("queued", "sealed", "failed", "started"):
+    if args.status and args.status not in Snapshot.graph.states:
         raise CommandError(f"--status must be queued, started, sealed or failed, got {args.status!r}", code=2)
     snapshots = snapshots_read()
     if snapshots is None:
         return 1
     plugins = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
     for snapshot in snapshots:
-        if args.status in ("sealed", "failed"):
+        if args.status in Snapshot.graph.finals:
             actions.cancel_snapshot(snapshot.pk)
-        elif args.status in ("queued", "started"):
+        elif args.status:
             if snapshot.is_final:
                 actions.rerun_plugins([snapshot.pk], sorted(plugins.enabled_plugins(owner_layers(snapshot.crawl, snapshot))))
             else:

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from archivebox.core.graphs import ProcessGraph
+from archivebox.core.graphs import ArchiveResultGraph, ProcessGraph
 from archivebox.binaries import listing
 from archivebox.broker import repair
 from archivebox.cli.common import setup_django
@@ -76,7 +76,7 @@ def size_report() -> dict:
     index_bytes = sum(p.stat().st_size for p in (index, index.with_name("index.sqlite3-wal")) if p.exists())
     archive_bytes, complete = tree_size(settings.ARCHIVE_DIR)
     known = {str(pk) for pk in Snapshot.objects.values_list("pk", flat=True).iterator(chunk_size=2000)}
-    archived = Snapshot.objects.filter(results__status="succeeded").distinct().count()
+    archived = Snapshot.objects.filter(results__status=ArchiveResultGraph.succeeded).distinct().count()
     users = get_user_model().objects.filter(is_active=True)
     return {"index_bytes": index_bytes, "archive_bytes": archive_bytes, "archive_counted": complete,
             "folders": folders_of(settings.ARCHIVE_DIR, known), "snapshots": len(known), "archived": archived,

@@ -31,6 +31,7 @@ from django.contrib.auth.models import Group, User
 from django.utils import timezone
 
 from archivebox.api.models import APIToken
+from archivebox.core.graphs import ArchiveResultGraph, CrawlGraph, SnapshotGraph
 from archivebox.core.models import ArchiveResult, Crawl, Schedule, Snapshot, Tag
 from archivebox.core.models.crawl import SNAPSHOTS_STEP
 from archivebox.core.models.schedule import BadSchedule, cron_of, next_run
@@ -101,7 +102,7 @@ class Importer:
     def crawl(self, old: OldCrawl) -> None:
         crawl = Crawl(id=old.id, urls=old.urls, max_depth=min(old.max_depth, 9), tags_str=old.tags_str[:1024],
                       label=(old.label or f"{upgraded_from(self.version)} crawl")[:255], config=old.config,
-                      status="sealed", retry_at=None, current_step=SNAPSHOTS_STEP, started_at=old.created,
+                      status=CrawlGraph.sealed, retry_at=None, current_step=SNAPSHOTS_STEP, started_at=old.created,
                       finished_at=old.modified or old.created)
         self._save([crawl], {"created_at": old.created})
         self.crawls[old.key] = old.id
@@ -175,7 +176,7 @@ class Importer:
         starts = [r.started_at for r in kept if r.started_at]
         ends = [r.finished_at for r in kept if r.finished_at]
         snapshot = Snapshot(id=old.id, crawl_id=crawl_id, url=old.url, depth=min(old.depth, 9), title=old.title or "",
-                            bookmarked_at=old.bookmarked, timestamp=old.timestamp[:32], config=old.config, status="sealed",
+                            bookmarked_at=old.bookmarked, timestamp=old.timestamp[:32], config=old.config, status=SnapshotGraph.sealed,
                             retry_at=None, current_step=9, started_at=min(starts) if starts else None,
                             finished_at=old.downloaded or (max(ends) if ends else None))
         self._snapshots.append((snapshot, old.tags, old.added))
@@ -191,7 +192,7 @@ class Importer:
         if crawl is None:
             label = (upgraded_from(self.version) if self.version else "Snapshot folders found in archive/") + (
                 f" ({number})" if number > 1 else "")
-            crawl = Crawl(id=uuid.uuid5(NAMESPACE, f"{self.crawl_namespace}:{number}"), urls="", label=label, status="sealed",
+            crawl = Crawl(id=uuid.uuid5(NAMESPACE, f"{self.crawl_namespace}:{number}"), urls="", label=label, status=CrawlGraph.sealed,
                           retry_at=None, current_step=SNAPSHOTS_STEP, started_at=self.now, finished_at=self.now)
             self._save([crawl], {})
             self.upgrade_crawls[number] = crawl
@@ -206,7 +207,7 @@ class Importer:
                 by_plugin.setdefault(result.plugin, []).append(result)
         rows = []
         for plugin, attempts in by_plugin.items():
-            succeeded = [a for a in attempts if a.status == "succeeded"]
+            succeeded = [a for a in attempts if a.status == ArchiveResultGraph.succeeded]
             kept = (succeeded or attempts)[-1]
             hook = self._hook_of(plugin, kept.hook_name)
             hook_name = hook.hook_name if hook else kept.hook_name
@@ -230,7 +231,7 @@ class Importer:
         details = {"upgraded_from": upgraded_from(self.version), "cmd": kept.cmd, "cmd_version": kept.cmd_version,
                    "pwd": kept.pwd, "output_json": kept.output_json}
         if others:
-            details["earlier_attempts"] = [{"status": o.status, "output": o.output, "cmd": o.cmd, "cmd_version": o.cmd_version,
+            details["earlier_attempts"] = [{"status": str(o.status), "output": o.output, "cmd": o.cmd, "cmd_version": o.cmd_version,
                                             "start_ts": o.start.isoformat() if o.start else None,
                                             "end_ts": o.end.isoformat() if o.end else None} for o in others]
         return {key: value for key, value in details.items() if value not in (None, "", [])}

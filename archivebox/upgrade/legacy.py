@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
+from archivebox.core.graphs import ArchiveResultGraph
 from archivebox.upgrade.known import ARCHIVEBOX_APPS, KNOWN_MIGRATIONS
 
 logger = logging.getLogger(__name__)
@@ -38,8 +39,9 @@ NAMESPACE = uuid.UUID("5f0c3d5e-8c53-4a5f-9a0e-1d2b7c6e4a10")
 # the ``timestamp`` column is only a folder name.
 PLAUSIBLE_TIMESTAMPS = (788918400, 2082758400)
 # ArchiveBox's statuses, spelled as its versions spelled them, as this engine names them.
-STATUSES = {"succeeded": "succeeded", "success": "succeeded", "succeded": "succeeded", "failed": "failed",
-            "skipped": "skipped", "noresults": "noresults"}
+STATUSES = {"succeeded": ArchiveResultGraph.succeeded, "success": ArchiveResultGraph.succeeded,
+            "succeded": ArchiveResultGraph.succeeded, "failed": ArchiveResultGraph.failed, "skipped": ArchiveResultGraph.skipped,
+            "noresults": ArchiveResultGraph.noresults}
 
 
 class Unreadable(Exception):
@@ -266,7 +268,7 @@ def as_uuid(value, fallback: str) -> uuid.UUID:
 def as_status(value) -> str:
     """This engine's name for a finished status; what never finished there is ``failed`` here
     (``archivebox update`` runs it again)."""
-    return STATUSES.get(str(value or "").strip().lower(), "failed")
+    return STATUSES.get(str(value or "").strip().lower(), ArchiveResultGraph.failed)
 
 
 def as_json(value, default):
