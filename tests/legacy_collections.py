@@ -9,7 +9,8 @@ files in the folder that version put them in, with the ``index.json`` it wrote t
 - 0.7: tags and results tables (several attempts of one extractor), users;
 - 0.8: crawls, schedules, creation dates, API tokens;
 - 0.9: results named ``plugin``/``output_str``, folders under
-  ``users/<user>/snapshots/<day>/<domain>/<id>/`` with ``archive/<timestamp>`` a link there.
+  ``archive/users/<user>/snapshots/<day>/<domain>/<id>/`` (0.9.73's layout), with
+  ``archive/<timestamp>`` a link there for the snapshot it moved from 0.8's layout.
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ class Legacy:
     def folder(self, snap: Snap) -> Path:
         if self.version == "0.9":
             day = dt.datetime.fromisoformat(snap.added).strftime("%Y%m%d")
-            return self.root / "users" / "admin" / "snapshots" / day / snap.url.split("/")[2] / str(uuid.UUID(snap.id))
+            return self.root / "archive" / "users" / "admin" / "snapshots" / day / snap.url.split("/")[2] / str(uuid.UUID(snap.id))
         return self.root / "archive" / snap.timestamp
 
     def tree(self) -> dict[str, str]:
@@ -181,7 +182,8 @@ def write_folder(legacy: Legacy, snap: Snap) -> None:
     index = {"url": snap.url, "timestamp": snap.timestamp, "title": snap.title, "tags": ",".join(snap.tags), "history": history,
              "sources": [], "base_url": snap.url.split("://")[1]}
     (folder / "index.json").write_text(json.dumps(index))
-    if legacy.version == "0.9":
+    if legacy.version == "0.9" and snap is legacy.snapshots[0]:
+        # 0.9.73 links archive/<timestamp> only for a snapshot it moved from an older layout.
         link = legacy.root / "archive" / snap.timestamp
         link.parent.mkdir(parents=True, exist_ok=True)
         os.symlink(os.path.relpath(folder, link.parent), link)

@@ -1,8 +1,8 @@
 """Snapshot folders of an ArchiveBox collection, moved to this engine's layout.
 
-ArchiveBox kept a snapshot's files in ``archive/<timestamp>/`` (0.4 to 0.8), and 0.9 moves
-them to ``users/<user>/snapshots/<day>/<domain>/<id>/``, leaving ``archive/<timestamp>`` as a
-link there. This engine keeps them in ``archive/<snapshot id>/``. Each folder is moved with
+ArchiveBox kept a snapshot's files in ``archive/<timestamp>/`` (0.4 to 0.8), and 0.9 keeps
+them in ``archive/users/<user>/snapshots/<day>/<domain>/<id>/`` (``users/...`` before 0.9.73),
+leaving ``archive/<timestamp>`` as a link there for a snapshot it moved. This engine keeps them in ``archive/<snapshot id>/``. Each folder is moved with
 one rename (atomic on one filesystem; the files inside stay where they are in it), and
 ``archive/<timestamp>`` is left as a link to the new place, so that paths into the old
 layout still lead to the files. ArchiveBox's own ``index.json`` in the folder is renamed
@@ -39,17 +39,18 @@ def safe_name(name: str) -> bool:
 
 
 def user_folders(data_dir: Path) -> dict[str, Path]:
-    """``{snapshot id (hex): folder}`` for 0.9's ``users/<user>/snapshots/<day>/<domain>/<id>/``."""
+    """``{snapshot id (hex): folder}`` for 0.9's ``<users>/<user>/snapshots/<day>/<domain>/<id>/``,
+    where ``<users>`` is ``archive/users`` (0.9.73) or ``users`` (earlier 0.9 releases)."""
     found: dict[str, Path] = {}
-    users = data_dir / "users"
-    if not users.is_dir():
-        return found
-    for folder in users.glob("*/snapshots/*/*/*"):
-        if folder.is_dir() and not folder.is_symlink():
-            try:
-                found[uuid.UUID(folder.name).hex] = folder
-            except ValueError:
-                continue
+    for users in (data_dir / "archive" / "users", data_dir / "users"):
+        if not users.is_dir():
+            continue
+        for folder in users.glob("*/snapshots/*/*/*"):
+            if folder.is_dir() and not folder.is_symlink():
+                try:
+                    found.setdefault(uuid.UUID(folder.name).hex, folder)
+                except ValueError:
+                    continue
     return found
 
 
