@@ -28,6 +28,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from django.contrib.auth.models import Group, User
+from django.core.management.color import no_style
+from django.db import connections
 from django.utils import timezone
 
 from archivebox.api.models import APIToken
@@ -147,6 +149,12 @@ class Importer:
                 existing = user.pk
                 self.counts.users += 1
             self.user_ids[old["id"]] = existing
+        # Rows written with their own ids leave a Postgres sequence behind: the next user made
+        # here (createsuperuser) would take an id already in use.
+        connection = connections[self.alias]
+        with connection.cursor() as cursor:
+            for statement in connection.ops.sequence_reset_sql(no_style(), [User]):
+                cursor.execute(statement)
         names = {g["id"]: g["name"] for g in groups if g.get("name")}
         Group.objects.using(self.alias).bulk_create([Group(name=name) for name in names.values()], ignore_conflicts=True)
         by_name = dict(Group.objects.using(self.alias).values_list("name", "pk"))
