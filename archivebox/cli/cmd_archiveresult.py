@@ -113,17 +113,8 @@ def list_results(args) -> int:
 
 
 def results_read() -> list[ArchiveResult] | None:
-    found = records.read()
-    if not found:
-        records.note("No records provided via stdin")
-        return None
-    ids = [pk for record in found if record.get("type", records.RESULT) == records.RESULT and (pk := records.record_id(record))]
     setup_django()
-    by_id = {r.pk: r for r in ArchiveResult.objects.filter(pk__in=ids)}
-    for pk in ids:
-        if pk not in by_id:
-            records.note(f"ArchiveResult not found: {pk}")
-    return [by_id[pk] for pk in dict.fromkeys(ids) if pk in by_id]
+    return records.rows_read(ArchiveResult.objects.all(), records.RESULT)
 
 
 def update(args) -> int:
@@ -149,24 +140,13 @@ def delete(args) -> int:
     results = results_read()
     if results is None:
         return 1
-    unfinished = [r for r in results if not r.is_final]
-    for result in unfinished:
-        records.note(f"ArchiveResult {result.pk} is {result.status}: not deleted while its hook runs (cancel it first)")
+    for result in results:
+        if not result.is_final:
+            records.note(f"ArchiveResult {result.pk} is {result.status}: not deleted while its hook runs (cancel it first)")
     results = [r for r in results if r.is_final]
-    if not results:
-        records.note("No matching archive results found")
-        return 0
-    if args.dry_run:
-        records.note(f"Would delete {len(results)} archive results (dry run)")
-        for result in results[:10]:
-            records.note(f"  {result.id} {result.plugin}")
-        if len(results) > 10:
-            records.note(f"  ... and {len(results) - 10} more")
-        return 0
-    if not args.yes:
-        records.note("Use --yes to confirm deletion")
-        return 1
-    deleted = ArchiveResult.objects.filter(pk__in=[r.pk for r in results], retry_at__isnull=True).delete()[1].get(
-        ArchiveResult._meta.label, 0)
-    records.note(f"Deleted {deleted} archive results")
+    refused = records.may_delete(results, "archive results", lambda r: f"{r.id} {r.plugin}", args.yes, args.dry_run)
+    if refused is not None:
+        return refused
+    deleted = ArchiveResult.objects.filter(pk__in=[r.pk for r in results], retry_at__isnull=True).delete()[1]
+    records.note(f"Deleted {deleted.get(ArchiveResult._meta.label, 0)} archive results")
     return 0

@@ -114,17 +114,8 @@ def list_crawls(args) -> int:
 
 def crawls_read() -> list[Crawl] | None:
     """The crawls the Crawl records (or ids) on stdin name; None if stdin had no record."""
-    found = records.read()
-    if not found:
-        records.note("No records provided via stdin")
-        return None
-    ids = [pk for record in found if record.get("type", records.CRAWL) == records.CRAWL and (pk := records.record_id(record))]
     setup_django()
-    by_id = {crawl.pk: crawl for crawl in Crawl.objects.filter(pk__in=ids)}
-    for pk in ids:
-        if pk not in by_id:
-            records.note(f"Crawl not found: {pk}")
-    return [by_id[pk] for pk in dict.fromkeys(ids) if pk in by_id]
+    return records.rows_read(Crawl.objects.all(), records.CRAWL)
 
 
 def update(args) -> int:
@@ -158,19 +149,11 @@ def delete(args) -> int:
     crawls = crawls_read()
     if crawls is None:
         return 1
-    if not crawls:
-        records.note("No matching crawls found")
-        return 0
-    if args.dry_run:
-        records.note(f"Would delete {len(crawls)} crawls (dry run)")
-        for crawl in crawls:
-            records.note(f"  {crawl.id} {crawl.urls[:50].replace(chr(10), ' ')}...")
-        return 0
-    if not args.yes:
-        records.note("Use --yes to confirm deletion")
-        return 1
-    deleted = delete_crawls([crawl.pk for crawl in crawls])
-    records.note(f"Deleted {deleted} crawls")
+    refused = records.may_delete(crawls, "crawls", lambda c: f"{c.id} {c.urls[:50].replace(chr(10), ' ')}...", args.yes,
+                                 args.dry_run)
+    if refused is not None:
+        return refused
+    records.note(f"Deleted {delete_crawls([crawl.pk for crawl in crawls])} crawls")
     return 0
 
 

@@ -156,17 +156,8 @@ def emit(snapshots: list[Snapshot]) -> list[Snapshot]:
 
 
 def snapshots_read() -> list[Snapshot] | None:
-    found = records.read()
-    if not found:
-        records.note("No records provided via stdin")
-        return None
-    ids = [pk for record in found if record.get("type", records.SNAPSHOT) == records.SNAPSHOT and (pk := records.record_id(record))]
     setup_django()
-    by_id = {s.pk: s for s in Snapshot.objects.filter(pk__in=ids).select_related("crawl")}
-    for pk in ids:
-        if pk not in by_id:
-            records.note(f"Snapshot not found: {pk}")
-    return [by_id[pk] for pk in dict.fromkeys(ids) if pk in by_id]
+    return records.rows_read(Snapshot.objects.select_related("crawl"), records.SNAPSHOT)
 
 
 def update(args) -> int:
@@ -197,21 +188,12 @@ def delete(args) -> int:
     snapshots = snapshots_read()
     if snapshots is None:
         return 1
-    if not snapshots:
-        records.note("No matching snapshots found")
-        return 0
-    if args.dry_run:
-        records.note(f"Would delete {len(snapshots)} snapshots (dry run)")
-        for snapshot in snapshots:
-            records.note(f"  {snapshot.id} {snapshot.url[:60]}")
-        return 0
-    if not args.yes:
-        records.note("Use --yes to confirm deletion")
-        return 1
+    refused = records.may_delete(snapshots, "snapshots", lambda s: f"{s.id} {s.url[:60]}", args.yes, args.dry_run)
+    if refused is not None:
+        return refused
     ids = [s.pk for s in snapshots]
     busy = actions.running(Snapshot.objects.filter(pk__in=ids))
     if busy:
         cancel(busy)
-    removed = actions.remove_snapshots(ids)
-    records.note(f"Deleted {removed.snapshots} snapshots")
+    records.note(f"Deleted {actions.remove_snapshots(ids).snapshots} snapshots")
     return 0

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import sys
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TextIO
 
@@ -87,6 +87,43 @@ def piped() -> bool:
 def note(message: str) -> None:
     """A line for the person at the terminal (stderr), as ArchiveBox prints its summaries."""
     print(message, file=sys.stderr, flush=True)
+
+
+def rows_read(queryset, kind: str) -> list | None:
+    """The rows of ``queryset`` that the ``kind`` records (or bare ids) on stdin name, in their
+    order; None (said on stderr) if stdin had no record. Ids not found are named on stderr."""
+    found = read()
+    if not found:
+        note("No records provided via stdin")
+        return None
+    ids = [pk for record in found if record.get("type", kind) == kind and (pk := record_id(record))]
+    by_id = {row.pk: row for row in queryset.filter(pk__in=ids)}
+    for pk in ids:
+        if pk not in by_id:
+            note(f"{kind} not found: {pk}")
+    return [by_id[pk] for pk in dict.fromkeys(ids) if pk in by_id]
+
+
+SHOWN = 10
+
+
+def may_delete(rows: list, plural: str, describe: Callable[[object], str], yes: bool, dry_run: bool) -> int | None:
+    """ArchiveBox's answers before a delete: None to go ahead, else the exit code (nothing
+    matched: 0; ``--dry-run``: 0, listing them; no ``--yes``: 1)."""
+    if not rows:
+        note(f"No matching {plural} found")
+        return 0
+    if dry_run:
+        note(f"Would delete {len(rows)} {plural} (dry run)")
+        for row in rows[:SHOWN]:
+            note(f"  {describe(row)}")
+        if len(rows) > SHOWN:
+            note(f"  ... and {len(rows) - SHOWN} more")
+        return 0
+    if not yes:
+        note("Use --yes to confirm deletion")
+        return 1
+    return None
 
 
 def record_id(record: dict) -> uuid.UUID | None:
