@@ -35,6 +35,8 @@ class CommandError(Exception):
         self.code = code
 
 
+# ArchiveBox's older names of commands.
+ALIASES = {"setup": "install", "import": "add", "archive": "add"}
 # Commands whose arguments are another program's (Django's): passed on as they are.
 PASSTHROUGH = {"shell", "manage"}
 # Commands with actions (`archivebox crawl list`): only `list` leaves the collection as it is.
@@ -47,7 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         module = importlib.import_module(f"archivebox.cli.cmd_{name}")
-        sub = subparsers.add_parser(name, help=module.__doc__.strip().splitlines()[0], description=module.__doc__)
+        aliases = [alias for alias, target in ALIASES.items() if target == name]
+        sub = subparsers.add_parser(name, aliases=aliases, help=module.__doc__.strip().splitlines()[0], description=module.__doc__)
         module.register(sub)
         sub.set_defaults(module=module)
     return parser
@@ -56,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     command = next((arg for arg in argv if not arg.startswith("-")), None)
+    command = ALIASES.get(command, command)
     data_dir = resolve_data_dir()
     # Checked before anything is imported: importing the queues creates their folder.
     if command not in (None, "init") and command in COMMANDS and not data_dir.is_dir():

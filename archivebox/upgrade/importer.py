@@ -94,6 +94,7 @@ class Importer:
         self.crawls: dict[str, uuid.UUID] = {}
         self.seen_in_upgrade_crawl: Counter[str] = Counter()
         self.upgrade_crawls: dict[int, Crawl] = {}
+        self.upgrade_urls: dict[int, list[str]] = {}  # their seed URLs, written once at the end
         self.tag_ids: dict[str, int] = {}
         self.user_ids: dict[int, int] = {}
         self._snapshots: list[tuple[Snapshot, list[str], dt.datetime | None]] = []
@@ -204,8 +205,9 @@ class Importer:
                           retry_at=None, current_step=SNAPSHOTS_STEP, started_at=self.now, finished_at=self.now)
             self._save([crawl], {})
             self.upgrade_crawls[number] = crawl
+            self.upgrade_urls[number] = []
             self.counts.crawls += 1
-        crawl.urls += ("\n" if crawl.urls else "") + old.url
+        self.upgrade_urls[number].append(old.url)
         return crawl
 
     def _results_of(self, snapshot_id: uuid.UUID, crawl_id: uuid.UUID, results: list[OldResult]) -> list[ArchiveResult]:
@@ -258,8 +260,8 @@ class Importer:
 
     def finish(self) -> Imported:
         self.flush()
-        for crawl in self.upgrade_crawls.values():
-            Crawl.objects.using(self.alias).filter(pk=crawl.pk).update(urls=crawl.urls)
+        for number, crawl in self.upgrade_crawls.items():
+            Crawl.objects.using(self.alias).filter(pk=crawl.pk).update(urls="\n".join(self.upgrade_urls[number]))
         return self.counts
 
     def _tag(self, batch) -> None:
