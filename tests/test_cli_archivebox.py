@@ -83,13 +83,15 @@ def test_records_of_other_types_pass_through_and_exit_codes(coll):
     assert "Deleted 1 crawls" in coll.cli("crawl", "delete", "--yes", input=lines([crawl])).stderr
     assert [r["id"] for r in jsonl(coll.cli("crawl", "list").stdout)] != [crawl["id"]]
 
+
+def test_run_passes_unknown_records_on_and_is_done_with_no_records(coll):
     unknown = coll.cli("run", input=lines([{"type": "Unknown", "id": "x", "data": "test"}]))
     assert jsonl(unknown.stdout) == [{"type": "Unknown", "id": "x", "data": "test"}] and "No records to process" in unknown.stderr
     assert coll.cli("run", input="").returncode == 0
 
 
-def test_snapshot_list_update_and_delete(coll):
-    coll.cli("add", "--tag=old", "https://example.com/one", "https://example.org/two", timeout=240)
+def test_snapshot_list_filters(coll):
+    coll.cli("add", "--index-only", "--tag=old", "https://example.com/one", "https://example.org/two")
     listed = jsonl(coll.cli("snapshot", "list").stdout)
     assert len(listed) == 2 and all(r["type"] == "Snapshot" and r["tags"] == "old" for r in listed)
     one = next(r for r in listed if r["url"].endswith("/one"))
@@ -99,6 +101,10 @@ def test_snapshot_list_update_and_delete(coll):
     assert [r["url"] for r in jsonl(coll.cli("snapshot", "list", "--search=meta", "two").stdout)] == ["https://example.org/two"]
     assert [r["url"] for r in jsonl(coll.cli("snapshot", "list", "-f", "timestamp", one["timestamp"]).stdout)] == [one["url"]]
 
+
+def test_snapshot_update_and_delete(coll):
+    coll.cli("add", "--tag=old", "https://example.com/one", "https://example.org/two", timeout=240)
+    one = next(r for r in jsonl(coll.cli("snapshot", "list").stdout) if r["url"].endswith("/one"))
     tagged = coll.cli("snapshot", "update", "--tag=new", input=lines([one]))
     assert "Updated 1 snapshots" in tagged.stderr and jsonl(tagged.stdout)[0]["tags"] == "new,old"
     # queued: archived again (its hooks run again), then run waits for it.
