@@ -23,7 +23,7 @@ from archivebox.cli.common import at_least, read_lines, setup_django
 from archivebox.cli.progress import Progress, crawl_counts
 from archivebox.cli.waiting import embedded_workers, wait_on_others
 from archivebox.core.models import ArchiveResult, Crawl, Machine
-from archivebox.core.urlinput import PARSERS
+from archivebox.core.urlinput import PARSERS, InputError, parse
 from archivebox.personas import store as persona_store
 from archivebox.personas.models import Persona
 from archivebox.core import diskspace, rowsql
@@ -67,6 +67,15 @@ def gather(args) -> list[str]:
     return texts
 
 
+def has_url(text: str, parser: str) -> bool:
+    """Whether an argument holds a URL at all (valid or not): one that holds none is named, not
+    dropped in silence (``archivebox add URL "not a url"``)."""
+    try:
+        return bool(parse(text, parser))
+    except InputError:
+        return False
+
+
 def parse_config(pairs: list[str]) -> dict[str, str]:
     config = {}
     for pair in pairs:
@@ -108,6 +117,7 @@ def run(args) -> int:
         options.persona_config = persona_config(args.persona)
         texts = gather(args)
         seeds, errors = read_seeds(texts, args.parser)
+        errors += [f"no URL in {value!r}" for value in args.urls if value != "-" and not has_url(value, args.parser)]
         for error in errors:
             print(f"archivebox add: error: invalid URL: {error}", file=sys.stderr)
         if not seeds:

@@ -13,7 +13,7 @@ import json
 
 from django.conf import settings
 
-from archivebox.binaries import hookrun, listing, provision
+from archivebox.binaries import hookrun, listing, provision, system
 from archivebox.binaries.models import Binary
 from archivebox.binaries.provision import Unavailable
 from archivebox.binaries.requests import BinaryRequest
@@ -91,8 +91,12 @@ def run(args) -> int:
             except Unavailable as err:
                 failures.append(str(err))
                 rows.extend(Binary.objects.filter(machine=machine, name=request.name, request_key=request.key))
+    from_path = system_binaries(args.names)
+    failures += [f"{b.name}: {b.problem}" for b in from_path if b.problem]
     if args.json:
-        print(json.dumps({"binaries": [listing.as_json(row) for row in rows], "failed": failures}, indent=2))
+        print(json.dumps({"binaries": [listing.as_json(row) for row in rows], "failed": failures,
+                          "system": [{"name": b.name, "key": b.key, "path": b.path, "version": b.version(), "plugins": b.plugins,
+                                      "problem": b.problem} for b in from_path]}, indent=2))
     else:
         print(f"Binaries on {machine} (lib dir {settings.ENGINE.binaries_dir}):")
         for row in rows:
@@ -100,5 +104,23 @@ def run(args) -> int:
         for problem in problems:
             print(f"  ✗ {problem}")
         if not rows and not problems:
-            print("  none: no enabled plugin declares a binary")
+            print("  none to provision: the enabled plugins declare none")
+        if from_path:
+            print("Programs the built-in plugins run from this machine's PATH (install them with the system's packages):")
+        for found in from_path:
+            if found.path:
+                print(f"  ✓ {found.name:24} {found.version()[:40]:40} {found.path}  ({', '.join(found.plugins)}; {found.key})")
+            else:
+                print(f"  ✗ {found.name:24} {found.problem}  ({', '.join(found.plugins)}; {found.key})")
     return 1 if failures else 0
+
+
+def system_binaries(names: list[str]) -> list[system.SystemBinary]:
+    """The programs the enabled (or named) built-in plugins run from PATH."""
+    cat = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
+    config_layers = layers(file_values=settings.CONFIG_FILE_VALUES)
+    named = {name.lower() for name in names}
+    found = system.used(cat, config_layers, cat.enabled_plugins(config_layers) | {p for p in cat.plugins if p.lower() in named})
+    if named:
+        found = [b for b in found if named & {b.name.lower(), b.key.lower(), b.key.removesuffix("_BINARY").lower(), *b.plugins}]
+    return found

@@ -17,7 +17,7 @@ from django.utils import timezone
 from archivebox.cli import CommandError
 from archivebox.cli.common import read_lines, setup_django
 from archivebox.core.models import Schedule
-from archivebox.core.models.schedule import BadSchedule, cron_of
+from archivebox.core.models.schedule import BadSchedule, cron_of, period_text
 from archivebox.core.urlcheck import InvalidURL, check_url
 from archivebox.core.urlinput import InputError, candidates
 from archivebox.tasks import schedules
@@ -73,7 +73,7 @@ def run(args) -> int:
         urls = urls_of(args.import_path)
         schedule = Schedule.objects.create(every=args.every, urls="\n".join(urls), depth=args.depth,
                                            tags_str=args.tag, only_new=args.only_new)
-        print(f"Scheduled {len(urls)} URL(s) every {schedule.every} ({schedule.cron}, UTC); next run {schedule.next_run_at:%Y-%m-%d %H:%M} UTC "
+        print(f"Scheduled {len(urls)} URL(s) {period_text(schedule.every)} ({schedule.cron}, UTC); next run {schedule.next_run_at:%Y-%m-%d %H:%M} UTC "
               f"[{schedule.pk}]")
     if args.run_all:
         now = timezone.now()
@@ -88,6 +88,6 @@ def run(args) -> int:
         for s in rows:
             first = s.urls.splitlines()[0] if s.urls else ""
             more = f" (+{len(s.urls.splitlines()) - 1} more)" if len(s.urls.splitlines()) > 1 else ""
-            print(f"{s.pk}  every {s.every:<10} next {s.next_run_at:%Y-%m-%d %H:%M} UTC  runs {s.runs}  "
+            print(f"{s.pk}  {period_text(s.every):<10} next {s.next_run_at:%Y-%m-%d %H:%M} UTC  runs {s.runs}  "
                   f"depth {s.depth}{'  only-new' if s.only_new else ''}{'  disabled' if not s.enabled else ''}  {first}{more}")
     return 0

@@ -11,15 +11,18 @@ import json
 from django.conf import settings
 from django.utils import timezone
 
-from archivebox.binaries import listing
+from archivebox.binaries import listing, system
 from archivebox.broker import repair
 from archivebox.cli.common import setup_django
 from archivebox.cli.permissions import exposed
 from archivebox.cli.progress import by_status
 from archivebox.core.models import ArchiveResult, Crawl, Lease, Machine, Process, Snapshot
+from archivebox.hooks.catalog import catalog, layers
 from archivebox.web.health import POOLS, liveness
 
 MODELS = [Crawl, Snapshot, ArchiveResult, Process]
+# States of rows that still have work to do (their graphs' non-final states).
+UNFINISHED = {model.__name__: set(model.graph.states) - set(model.graph.finals) for model in MODELS}
 
 
 def register(parser) -> None:
@@ -50,6 +53,12 @@ def gather() -> dict:
     report["readable_by_others"] = exposed(settings.DATA_DIR)
     report["queue_files"] = queue_files(settings.QUEUE_DIR)
     report["binaries"] = listing.summary(Machine.current(settings.ENGINE.machine_id))
+    cat = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
+    config_layers = layers(file_values=settings.CONFIG_FILE_VALUES)
+    report["binaries"]["system"] = [{"name": b.name, "path": b.path, "plugins": b.plugins, "problem": b.problem}
+                                    for b in system.used(cat, config_layers, cat.enabled_plugins(config_layers))]
+    report["waiting"] = sum(n for name, counts in report["models"].items() if name != "Process"
+                            for status, n in counts.items() if status in UNFINISHED[name])
     return report
 
 
@@ -81,9 +90,12 @@ def format_report(report: dict) -> str:
         lines.append(_row("Stale workers", f"{len(report['stale_workers'])} (heartbeat expired; the loop closes their rows)"))
     lines.append(_row("Busy slots", str(report["busy_slots"])))
     binaries = report["binaries"]
-    lines.append(_row("Binaries", ", ".join(f"{count} {status}" for status, count in sorted(binaries["counts"].items()))
-                      + " on this machine (`archivebox binary list`)" if binaries["counts"] else "none provisioned yet"))
+    provisioned = ", ".join(f"{count} {status}" for status, count in sorted(binaries["counts"].items()))
+    lines.append(_row("Binaries", f"{provisioned} provisioned on this machine (`archivebox binary list`)" if provisioned
+                      else "none provisioned (no enabled plugin needs one installed)"))
     lines += [f"  - {failed['name']} failed: {failed['reason']}" for failed in binaries["failed"]]
+    lines += [f"  - {b['name']} from PATH: {b['path']} ({', '.join(b['plugins'])})" if b["path"] else
+              f"  - {b['name']} missing: {b['problem']} ({', '.join(b['plugins'])})" for b in binaries["system"]]
     for problem in report["queue_files"]["corrupted"]:
         lines.append(f"Warning: queue file {problem}: the next worker moves it aside and starts an empty one")
     if report["queue_files"]["moved_aside"]:
@@ -92,9 +104,13 @@ def format_report(report: dict) -> str:
     if report["readable_by_others"]:
         lines.append(f"Warning: other local users can read {', '.join(report['readable_by_others'])}: "
                      f"run `archivebox init` to make them private (chmod 700 the folder, 600 the files)")
-    if not report["healthy"]:
-        lines.append("Not all of orchestrator, ticks pool and side-effects pool are alive: run `archivebox worker` or "
-                     "`archivebox server`, or `huey_consumer archivebox.pools.ticks` and `huey_consumer archivebox.pools.sideeffects`.")
+    if not report["healthy"] and report["waiting"]:
+        lines.append(f"{report['waiting']} row(s) wait for workers, and not all of orchestrator, ticks pool and side-effects pool "
+                     "are alive: run `archivebox worker` or `archivebox server`, or `huey_consumer archivebox.pools.ticks` and "
+                     "`huey_consumer archivebox.pools.sideeffects`.")
+    elif not report["healthy"]:
+        lines.append("Nothing waits for workers (`archivebox add` runs its own while it archives; `archivebox server` or "
+                     "`archivebox worker` keep them running for scheduled crawls).")
     return "\n".join(lines)
 
 

@@ -17,6 +17,17 @@ EVERY = {"minute": "* * * * *", "hourly": "0 * * * *", "daily": "0 0 * * *", "we
          "monthly": "0 0 1 * *", "yearly": "0 0 1 1 *"}
 
 
+# How a period reads in a sentence ("archived daily", "every minute").
+PERIOD_WORDS = {"minute": "every minute", "hourly": "hourly", "daily": "daily", "weekly": "weekly", "monthly": "monthly",
+                "yearly": "yearly"}
+
+
+def period_text(every: str) -> str:
+    """``daily`` -> ``daily``, ``minute`` -> ``every minute``, a cron expression -> ``on cron '0 */6 * * *'``."""
+    name = every.strip().lower()
+    return PERIOD_WORDS.get(name) or f"on cron '{every.strip()}'"
+
+
 class BadSchedule(ValueError):
     """``--every`` is neither a known period nor a cron expression."""
 
@@ -74,7 +85,7 @@ class Schedule(models.Model):
         ordering = ["created_at"]
 
     def __str__(self) -> str:
-        return f"every {self.every}: {self.urls.splitlines()[0] if self.urls else ''}"
+        return f"{period_text(self.every)}: {self.urls.splitlines()[0] if self.urls else ''}"
 
     def clean(self) -> None:
         """The admin's check of a schedule: its period (as ``archivebox schedule`` checks it)
