@@ -26,9 +26,9 @@ from ninja.security.session import SessionAuthIsStaff
 
 from archivebox.api.models import token_for, user_of
 from archivebox.core.models import ArchiveResult, Crawl, Schedule, Snapshot, Tag
-from archivebox.core.models.schedule import BadSchedule
+from archivebox.core.models.schedule import BadSchedule, period_text
 from archivebox.core.filters import FilterError, SnapshotFilter, parse_when, select
-from archivebox.core.urlcheck import InvalidURL, check_url
+from archivebox.core.urlcheck import InvalidURL, check_url, mask_urls, masked_json
 from archivebox.core.urlinput import Seed
 from archivebox.personas import store as persona_store
 from archivebox.personas.models import Persona
@@ -156,8 +156,9 @@ def cli_add(request: HttpRequest, args: AddCommandSchema):
     except AddError as err:
         errors = [*locals().get("errors", []), str(err)]
         return {"success": False, "errors": errors, "result": None, "stdout": "", "stderr": "\n".join(errors)}
-    result = {"crawl_id": str(added.crawl.pk), "num_snapshots": 0, "snapshot_ids": [], "queued_urls": added.urls,
-              "skipped_existing": added.skipped_existing}
+    result = {"crawl_id": str(added.crawl.pk), "num_snapshots": 0, "snapshot_ids": [],
+              "queued_urls": [mask_urls(url) for url in added.urls],
+              "skipped_existing": [mask_urls(url) for url in added.skipped_existing]}
     return {"success": True, "errors": errors, "result": result, "result_format": "json",
             "stdout": f"Queued crawl {added.crawl.pk}: {len(added.urls)} URL(s), depth {args.depth}.", "stderr": "\n".join(errors)}
 
@@ -175,7 +176,7 @@ class ScheduleCommandSchema(Schema):
 
 
 def schedule_json(schedule: Schedule) -> dict:
-    return {"id": str(schedule.pk), "every": schedule.every, "cron": schedule.cron, "urls": schedule.urls.splitlines(),
+    return {"id": str(schedule.pk), "every": schedule.every, "cron": schedule.cron, "urls": mask_urls(schedule.urls).splitlines(),
             "depth": schedule.depth, "tag": schedule.tags_str, "only_new": schedule.only_new, "enabled": schedule.enabled,
             "next_run_at": schedule.next_run_at.isoformat(), "runs": schedule.runs}
 
@@ -199,7 +200,7 @@ def cli_schedule(request: HttpRequest, args: ScheduleCommandSchema):
         if not urls:
             schedule.delete()
             return {"success": False, "errors": ["no URL given"], "result": None, "stdout": "", "stderr": "no URL given"}
-        lines.append(f"Scheduled {len(urls)} URL(s) every {schedule.every}.")
+        lines.append(f"Scheduled {len(urls)} URL(s) {period_text(schedule.every)}.")
     if args.run_all:
         now = timezone.now()
         for schedule in Schedule.objects.filter(enabled=True):
@@ -294,6 +295,7 @@ def cli_search(request: HttpRequest, args: SearchCommandSchema):
                            limit=max(1, min(args.limit, 500)))
     except ValueError as err:
         return {"success": False, "errors": [str(err)], "result": None, "stdout": "", "stderr": str(err)}
+    found = [{**row, "url": mask_urls(row["url"])} for row in found]
     return {"success": True, "errors": [], "result": found, "result_format": "json",
             "stdout": "\n".join(f"{row['url']}  {row['title']}" for row in found), "stderr": ""}
 
@@ -347,6 +349,14 @@ class ArchiveResultSchema(Schema):
     snapshot_url: str | None = None
 
     @staticmethod
+    def resolve_output_str(obj):
+        return mask_urls(obj.output_str)
+
+    @staticmethod
+    def resolve_output_json(obj):
+        return masked_json(obj.output_json)
+
+    @staticmethod
     def resolve_start_ts(obj):
         return obj.started_at
 
@@ -356,7 +366,7 @@ class ArchiveResultSchema(Schema):
 
     @staticmethod
     def resolve_snapshot_url(obj):
-        return obj.snapshot.url if obj.snapshot_id else None
+        return mask_urls(obj.snapshot.url) if obj.snapshot_id else None
 
 
 class SnapshotSchema(Schema):
@@ -375,6 +385,10 @@ class SnapshotSchema(Schema):
     archive_path: str
     num_archiveresults: int
     archiveresults: list[ArchiveResultSchema]
+
+    @staticmethod
+    def resolve_url(obj):
+        return mask_urls(obj.url)
 
     @staticmethod
     def resolve_bookmarked_at(obj):
@@ -532,6 +546,10 @@ class CrawlSchema(Schema):
     label: str
     config: dict
     num_snapshots: int
+
+    @staticmethod
+    def resolve_urls(obj):
+        return mask_urls(obj.urls)
 
     @staticmethod
     def resolve_num_snapshots(obj):

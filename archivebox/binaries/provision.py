@@ -162,7 +162,7 @@ def run_installer(cmd: list[str], label: str, env: dict[str, str], timeout: floa
     pwd = settings.DATA_DIR
     row, _ = runner.create(kind=Process.Kind.INSTALL, cmd=cmd, pwd=pwd, env=env, timeout=timeout, machine=machine, label=label)
     try:
-        running = runner.launch(row, env)
+        running = runner.launch(row, env, argv=cmd)
     except OSError as err:
         runner.close_unlaunched(row, f"could not start: {err}", permanent=True)
         return None, "", f"could not start {cmd[0]}: {err}"

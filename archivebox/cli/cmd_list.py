@@ -22,6 +22,7 @@ from archivebox.cli import CommandError
 from archivebox.cli.common import at_least, parse_uuid, setup_django
 from archivebox.core.filters import FILTER_TYPES, FilterError, SnapshotFilter, ordered, parse_when, select
 from archivebox.core.models import Snapshot
+from archivebox.core.urlcheck import mask_urls
 
 CHUNK = 500
 CSV_COLUMNS = ("id", "timestamp", "url", "title", "status", "tags", "created_at", "bookmarked_at", "finished_at",
@@ -78,7 +79,7 @@ def selected(spec: SnapshotFilter, sort: str = "", limit: int = 0):
 def snapshot_json(snapshot: Snapshot) -> dict:
     return {
         "id": str(snapshot.id),
-        "url": snapshot.url,
+        "url": mask_urls(snapshot.url),
         "status": snapshot.status,
         "depth": snapshot.depth,
         "title": snapshot.title,
@@ -89,7 +90,8 @@ def snapshot_json(snapshot: Snapshot) -> dict:
         "finished_at": snapshot.finished_at.isoformat() if snapshot.finished_at else None,
         "output_dir": snapshot.output_dir_relative,
         "results": [
-            {"plugin": r.plugin, "hook_name": r.hook_name, "status": r.status, "output_str": r.output_str, "attempts": r.attempts}
+            {"plugin": r.plugin, "hook_name": r.hook_name, "status": r.status, "output_str": mask_urls(r.output_str),
+             "attempts": r.attempts}
             for r in snapshot.results.all()
         ],
     }
@@ -102,6 +104,8 @@ def column(snapshot: Snapshot, name: str) -> str:
         return ",".join(sorted(tag.name for tag in snapshot.tags.all()))
     if name == "output_dir":
         return snapshot.output_dir_relative
+    if name == "url":
+        return mask_urls(snapshot.url)
     value = getattr(snapshot, name)
     if isinstance(value, dt.datetime):
         return value.isoformat()
@@ -137,7 +141,7 @@ def run(args) -> int:
         sys.stdout.write(html_index(snapshots))
     else:
         for snapshot in snapshots:
-            print(f"{snapshot.status:8} {snapshot.created_at:%Y-%m-%d %H:%M}  {snapshot.url}  {snapshot.title[:60]}")
+            print(f"{snapshot.status:8} {snapshot.created_at:%Y-%m-%d %H:%M}  {mask_urls(snapshot.url)}  {snapshot.title[:60]}")
     return 0
 
 
@@ -149,11 +153,12 @@ def html_index(snapshots) -> str:
     for snapshot in snapshots:
         count += 1
         added = snapshot.bookmarked_at or snapshot.created_at
+        url = mask_urls(snapshot.url)
         tags = " ".join(f'<span class="tag">{e(tag.name)}</span>' for tag in snapshot.tags.all())
         rows.append(
             f'<tr><td>{added:%Y-%m-%d %H:%M}</td>'
-            f'<td><a href="{e(snapshot.output_dir_relative)}/index.html">{e(snapshot.title or snapshot.url)}</a> {tags}</td>'
-            f'<td><a href="{e(snapshot.url)}" rel="noreferrer">{e(snapshot.url)}</a></td><td>{e(snapshot.status)}</td></tr>')
+            f'<td><a href="{e(snapshot.output_dir_relative)}/index.html">{e(snapshot.title or url)}</a> {tags}</td>'
+            f'<td><a href="{e(url)}" rel="noreferrer">{e(url)}</a></td><td>{e(snapshot.status)}</td></tr>')
     generated = dt.datetime.now(dt.timezone.utc)
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Archived pages</title>

@@ -12,6 +12,7 @@ from django.conf import settings
 
 from archivebox.cli import CommandError
 from archivebox.cli.common import setup_django
+from archivebox.core.urlcheck import mask_urls
 from archivebox.plugins.search import fts
 
 
@@ -33,6 +34,7 @@ def run(args) -> int:
     except ValueError as err:
         raise CommandError(str(err), code=2) from None
     for row in found:
+        row["url"] = mask_urls(row["url"])
         if args.json:
             print(json.dumps(row, ensure_ascii=False))
         else:

@@ -52,7 +52,7 @@ from archivebox.config import ConfigError
 from archivebox.core import diskspace, rowsql
 from archivebox.core.models import ArchiveResult, Crawl, Machine, Process, Snapshot, Tag
 from archivebox.core.reads import find_hook, hook_of, owner_layers
-from archivebox.core.urlcheck import is_valid_url
+from archivebox.core.urlcheck import is_valid_url, url_secrets
 from archivebox.hooks.catalog import catalog
 from archivebox.hooks.config import to_env, url_filter
 from archivebox.hooks import runtime
@@ -110,6 +110,11 @@ class Attempt:
     browser: Lease | None = None  # the tab of the shared browser it holds, if any
     background: bool = False
     stop_grace: float | None = None  # SIGTERM to SIGKILL when stopped at cleanup: its plugin's timeout, as abx-dl
+
+    @property
+    def url(self) -> str:
+        """The URL the hook was given: its snapshot's, or its crawl's first."""
+        return self.snapshot.url if self.snapshot is not None else next(iter(self.crawl.seed_urls), "")
 
     @property
     def owner(self) -> tuple[type, object]:
@@ -193,7 +198,7 @@ def launch_and_watch(job: Attempt, cmd: list[str], env: dict[str, str], machine:
 
     # 3. spawn (held until its PID is recorded)
     try:
-        running = runner.launch(row, env, spawner=spawner)
+        running = runner.launch(row, env, spawner=spawner, argv=cmd)
     except runner.LaunchRefused as err:
         logger.warning("%s", err)
         wake_rows(ArchiveResult, [job.result_id])
@@ -252,6 +257,7 @@ def record_outcome(job: Attempt, row: Process, exit_code: int | None, reason: st
         wake_rows(ArchiveResult, [job.result_id])
 
     runner.persistently(record, row.label)
+    runner.scrub_logs(row, url_secrets(job.url))
     return closed[-1]
 
 

@@ -91,11 +91,27 @@ def _pick(snapshots: list[Snapshot], value: str) -> Snapshot | None:
     return found
 
 
-@login_required
-def url_timeline(request):
+def url_of(request) -> str:
+    """The URL whose timeline is asked for: ``?url=``, or ``?snapshot=<id>`` (the snapshot
+    page links that way, so a URL's credentials never land in a link or a server log)."""
+    if request.GET.get("snapshot"):
+        try:
+            snapshot_id = uuid.UUID(request.GET["snapshot"])
+        except ValueError:
+            raise Http404("not a snapshot id") from None
+        found = Snapshot.objects.filter(pk=snapshot_id).values_list("url", flat=True).first()
+        if found is None:
+            raise Http404("no such snapshot")
+        return found
     url = request.GET.get("url", "").strip()
     if not url:
         raise Http404("no URL given")
+    return url
+
+
+@login_required
+def url_timeline(request):
+    url = url_of(request)
     snapshots = list(snapshots_of_url(url).prefetch_related("tags"))
     if not snapshots:
         raise Http404("no snapshot of this URL")
