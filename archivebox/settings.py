@@ -181,6 +181,8 @@ INSTALLED_APPS = [
     "axes",
     "bx_django_utils",
     "huey_monitor",
+    # The API docs' Swagger UI from django-ninja's own static files, not a CDN (it works offline).
+    "ninja",
     "archivebox.core",
     "archivebox.personas",
     "archivebox.binaries",

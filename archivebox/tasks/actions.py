@@ -17,10 +17,11 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from archivebox.core import rowsql
-from archivebox.core.models import ArchiveResult, Crawl, Snapshot
+from archivebox.core.models import ArchiveResult, Crawl, Snapshot, Tag
 from archivebox.core.reads import crawl_option, owner_layers, parked
 from archivebox.hooks.catalog import catalog
 from archivebox.plugins.search import fts
@@ -177,3 +178,32 @@ def remove_snapshots(snapshot_ids, delete_files: bool = True) -> Removed:
         done.folders += 1
     logger.info("removed %d snapshot(s) and %d folder(s)", done.snapshots, done.folders)
     return done
+
+
+def tag_names(text: str) -> list[str]:
+    """Tag names from a comma-separated text, trimmed, without repeats, in the order given."""
+    return list(dict.fromkeys(name.strip() for name in text.split(",") if name.strip()))
+
+
+def add_tags(snapshot_ids, names: list[str]) -> int:
+    """Tag the snapshots with ``names`` (tags are made as needed); returns how many taggings were new."""
+    ids = list(snapshot_ids)
+    tags = [Tag.objects.get_or_create(name=name)[0] for name in names]
+    through = Snapshot.tags.through
+    existing = set(through.objects.filter(snapshot_id__in=ids, tag__in=tags).values_list("snapshot_id", "tag_id"))
+    new = [through(snapshot_id=sid, tag_id=tag.pk) for sid in ids for tag in tags if (sid, tag.pk) not in existing]
+    through.objects.bulk_create(new, ignore_conflicts=True, batch_size=500)
+    logger.info("tagged %d snapshot(s) with %s: %d new tagging(s)", len(ids), ", ".join(names), len(new))
+    return len(new)
+
+
+def remove_tags(snapshot_ids, names: list[str]) -> int:
+    """Take the tags ``names`` (matched case-insensitively) off the snapshots; returns how many taggings went."""
+    ids = list(snapshot_ids)
+    wanted = Q()
+    for name in names:
+        wanted |= Q(name__iexact=name)
+    tag_ids = list(Tag.objects.filter(wanted).values_list("pk", flat=True)) if names else []
+    removed, _ = Snapshot.tags.through.objects.filter(snapshot_id__in=ids, tag_id__in=tag_ids).delete()
+    logger.info("untagged %d snapshot(s) of %s: %d tagging(s) removed", len(ids), ", ".join(names), removed)
+    return removed

@@ -122,8 +122,13 @@ def add(request):
     return render(request, "web/add.html", {"form": form}, status=400 if form.errors else 200)
 
 
+# The crawl page lists (and its progress JSON follows) this many snapshots at most.
+LISTED = 500
+
+
 def progress(crawl: Crawl) -> dict:
-    """The crawl's state and counts, as the progress page shows them."""
+    """The crawl's state and counts, and the state of each listed snapshot, as the progress
+    page shows them (its rows change as their snapshots do, not only when the crawl ends)."""
     snapshots = dict(Snapshot.objects.filter(crawl=crawl).values_list("status").annotate(n=Count("id")))
     results = dict(ArchiveResult.objects.filter(crawl=crawl).values_list("status").annotate(n=Count("id")))
     results_total = sum(results.values())
@@ -133,7 +138,13 @@ def progress(crawl: Crawl) -> dict:
         "snapshots": {"total": sum(snapshots.values()), **snapshots},
         "results": {"total": results_total, "done": results_done, **results},
         "percent": round(100 * results_done / results_total) if results_total else (100 if crawl.retry_at is None else 0),
+        "rows": [{"id": str(pk), "status": status, "title": title}
+                 for pk, status, title in listed(crawl).values_list("pk", "status", "title")],
     }
+
+
+def listed(crawl: Crawl):
+    return crawl.snapshots.order_by("created_at")[:LISTED]
 
 
 @access.staff_with("core.view_crawl")
@@ -141,7 +152,7 @@ def crawl_detail(request, crawl_id: uuid.UUID):
     crawl = get_object_or_404(Crawl, pk=crawl_id)
     return render(request, "web/crawl.html", {
         "crawl": crawl, "progress": progress(crawl),
-        "snapshots": crawl.snapshots.order_by("created_at")[:500],
+        "snapshots": listed(crawl),
     })
 
 

@@ -102,3 +102,16 @@ def _fields(result) -> tuple[str, str, str]:
     if isinstance(result, dict):
         return result["plugin"], result["status"], result["output_str"]
     return result.plugin, result.status, result.output_str
+
+
+def http_error(results) -> str | None:
+    """``"404 Not Found"`` when the page answered an HTTP error as it was archived (the
+    ``headers`` plugin's record of the response), else None: the snapshot page says it once,
+    at the top, above captures of that error page."""
+    for result in results:
+        if result.plugin != "headers" or not isinstance(result.output_json, dict):
+            continue
+        status = result.output_json.get("status")
+        if isinstance(status, int) and status >= 400:
+            return result.output_str if str(status) in result.output_str else f"HTTP {status}"
+    return None

@@ -35,8 +35,13 @@ class Snapshot(StatefulModel):
             models.CheckConstraint(condition=models.Q(current_step__lte=9), name="snapshot_step_0_9"),
         ]
         # snapshot_parked: a crawl's parked snapshots in the order they are let in (activate),
-        # read a few at a time however many are parked.
-        indexes = [due_index("snapshot"), models.Index(fields=["crawl", "status", "depth", "created_at"], name="snapshot_parked")]
+        # read a few at a time however many are parked. snapshot_created, snapshot_status_created:
+        # the lists (web index, admin, API, `list`) newest first, whole or by state, a page at a
+        # time however large the collection. The URL and title text index of the search box is
+        # made by migration 0012 (an SQLite FTS5 table, or pg_trgm indexes): see core.search.
+        indexes = [due_index("snapshot"), models.Index(fields=["crawl", "status", "depth", "created_at"], name="snapshot_parked"),
+                   models.Index(fields=["created_at"], name="snapshot_created"),
+                   models.Index(fields=["status", "created_at"], name="snapshot_status_created")]
 
     def __str__(self) -> str:
         return self.url
