@@ -518,7 +518,8 @@ def get_tags(request: HttpRequest):
 def get_archiveresults(request: HttpRequest, status: str | None = None, plugin: str | None = None,
                        snapshot_id: uuid.UUID | None = None):
     require(request, "core.view_archiveresult")
-    found = ArchiveResult.objects.select_related("snapshot").order_by("-created_at")
+    # Newest first by id (time-ordered): the primary key's index, or (status, id) and (plugin, id).
+    found = ArchiveResult.objects.select_related("snapshot").order_by("-id")
     if status:
         found = found.filter(status=status)
     if plugin:

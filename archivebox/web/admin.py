@@ -239,7 +239,7 @@ class CrawlAdmin(StatefulAdmin):
 
 class ResultInline(admin.TabularInline):
     model = ArchiveResult
-    fields = ("hook_link", "status", "attempts", "output_str", "finished_at")
+    fields = ("hook_link", "status", "attempts", "output_masked", "finished_at")
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -254,6 +254,10 @@ class ResultInline(admin.TabularInline):
     @admin.display(description="hook")
     def hook_link(self, obj):
         return change_link(obj, obj.hook_name)
+
+    @admin.display(description="output")
+    def output_masked(self, obj):
+        return mask_urls(obj.output_str)
 
 
 class TagListFilter(admin.SimpleListFilter):
@@ -516,7 +520,7 @@ class ProcessAdmin(ReadOnlyMixin, StatefulAdmin):
     search_fields = ("label", "key", "reason", "id", "archiveresult__snapshot__url")
     list_select_related = ("machine", "archiveresult")
     fields = ("id", "kind", "label", "status", "command", "exit_code", "reason", "stdout_tail", "stderr_tail", "pid", "pwd",
-              "timeout", "machine_link", "parent_link", "result_link", "env", "result_json", "retry_at", "created_at",
+              "timeout", "machine_link", "parent_link", "result_link", "env", "result_json_masked", "retry_at", "created_at",
               "started_at", "ended_at", "modified_at")
     readonly_fields = fields
 
@@ -535,6 +539,10 @@ class ProcessAdmin(ReadOnlyMixin, StatefulAdmin):
     @admin.display(description="result")
     def result_link(self, obj):
         return change_link(obj.archiveresult, obj.archiveresult.hook_name if obj.archiveresult else None)
+
+    @admin.display(description="result JSON")
+    def result_json_masked(self, obj):
+        return format_html("<pre class='abx-cmd'>{}</pre>", json.dumps(masked_json(obj.result_json), indent=2, ensure_ascii=False))
 
     @admin.display(description="stdout (end)")
     def stdout_tail(self, obj):

@@ -7,6 +7,7 @@ from django.db import models
 
 from archivebox.core.models.base import StatefulModel, due_index, lifecycle_constraints, status_field, uuid7
 from archivebox.core.graphs import SnapshotGraph
+from archivebox.core.urlcheck import mask_urls
 
 
 class Snapshot(StatefulModel):
@@ -44,7 +45,7 @@ class Snapshot(StatefulModel):
                    models.Index(fields=["status", "created_at"], name="snapshot_status_created")]
 
     def __str__(self) -> str:
-        return self.url
+        return mask_urls(self.url)  # shown in the admin, messages, logs: never a URL's password
 
     @property
     def output_dir(self) -> Path:
