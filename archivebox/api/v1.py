@@ -27,6 +27,7 @@ from ninja.security.session import SessionAuthIsStaff
 from archivebox.api.models import token_for, user_of
 from archivebox.core.models import ArchiveResult, Crawl, Schedule, Snapshot, Tag
 from archivebox.core.models.schedule import BadSchedule, period_text
+from archivebox.core import counting, search
 from archivebox.core.filters import FilterError, SnapshotFilter, parse_when, select
 from archivebox.core.urlcheck import InvalidURL, check_url, mask_urls, masked_json
 from archivebox.core.urlinput import Seed
@@ -316,6 +317,7 @@ class Pagination(PaginationBase):
     class Output(Schema):
         count: int
         total_items: int
+        total_exact: bool
         total_pages: int
         page: int
         limit: int
@@ -326,9 +328,12 @@ class Pagination(PaginationBase):
     def paginate_queryset(self, queryset, pagination: Input, **params):
         limit = max(1, min(pagination.limit, 500))
         offset = pagination.offset or pagination.page * limit
-        total = queryset.count()
+        # Exact up to a cap, else estimated or "more than" (core.counting): counting millions
+        # of rows would cost more than the page; ``total_exact`` says which.
+        total = counting.count(queryset)
         items = list(queryset[offset:offset + limit])
-        return {"count": total, "total_items": total, "total_pages": math.ceil(total / limit), "page": offset // limit,
+        return {"count": total.value, "total_items": total.value, "total_exact": total.exact,
+                "total_pages": math.ceil(total.value / limit), "page": offset // limit,
                 "limit": limit, "offset": offset, "num_items": len(items), "items": items}
 
 
@@ -427,6 +432,7 @@ class SnapshotFilters(Schema):
     status: str | None = None
     title: str | None = None
     search: str | None = None
+    query_type: str | None = None
     created_at__gte: datetime | None = None
     created_at__lt: datetime | None = None
 
@@ -440,18 +446,22 @@ def get_snapshots(request: HttpRequest, filters: Query[SnapshotFilters], with_ar
     if filters.url:
         found = found.filter(url=filters.url)
     if filters.tag:
-        found = found.filter(tags__name=filters.tag)
+        found = search.with_tag(found, filters.tag).snapshots
     if filters.status:
         found = found.filter(status=filters.status)
     if filters.title:
-        found = found.filter(title__icontains=filters.title)
+        found = search.search(found, filters.title, "title").snapshots
     if filters.search:
-        found = found.filter(url__icontains=filters.search) | found.filter(title__icontains=filters.search)
+        # The web index's search box (all modes: URL, title, tags, archived text).
+        try:
+            found = search.search(found, filters.search, filters.query_type or "all", settings.DATA_DIR / "search.sqlite3").snapshots
+        except search.SearchError as err:
+            raise HttpError(422, str(err)) from None
     if filters.created_at__gte:
         found = found.filter(created_at__gte=filters.created_at__gte)
     if filters.created_at__lt:
         found = found.filter(created_at__lt=filters.created_at__lt)
-    return found.distinct()
+    return found
 
 
 @core_router.get("/snapshot/{snapshot_id}", response=SnapshotSchema, summary="One snapshot, with its results")

@@ -105,7 +105,7 @@ def snapshot_list(request):
     total = counting.count(found.snapshots, at_least=found.at_least)
     filtered = bool(query or tag or status)
     return render(request, "web/snapshot_list.html", {
-        "query": query, "mode": mode, "modes": [(m, search.LABELS[m]) for m in search.MODES], "status": status, "tag": tag,
+        "query": query, "mode": mode, "mode_label": search.LABELS.get(mode, mode), "modes": [(m, search.LABELS[m]) for m in search.MODES], "status": status, "tag": tag,
         "problems": problems, "total": total, "filtered": filtered, "truncated": found.truncated,
         "number": number, "has_next": has_next, "has_previous": number > 1,
         "last_page": total.pages(PAGE_SIZE) if total.exact else None,
