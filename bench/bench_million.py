@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib
 import http.cookiejar
 import json
 import os
@@ -152,6 +153,27 @@ class Database:
     def execute(self, sql: str) -> None:
         self.conn.execute(sql)
 
+    def text_index_off(self) -> list[str]:
+        """SQLite: drop the triggers that keep the URL/title text index, to fill it in one pass
+        after the load (as migration 0012 does); returns the statements that make them again."""
+        if self.postgres:
+            return []
+        rows = self.conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'core_snapshot'").fetchall()
+        for name, _ in rows:
+            self.conn.execute(f"DROP TRIGGER {name}")
+        return [sql for _, sql in rows]
+
+    def text_index_on(self, triggers: list[str]) -> None:
+        if not triggers:
+            return
+        migration = importlib.import_module("archivebox.core.migrations.0012_web_list_indexes_and_text_index")
+        self.conn.execute("DELETE FROM core_snapshot_text")
+        self.conn.execute("DELETE FROM core_snapshot_textrow")
+        for statement in migration.SQLITE[-2:]:  # the backfill
+            self.conn.execute(statement)
+        for sql in triggers:
+            self.conn.execute(sql)
+
     def commit(self) -> None:
         if self.postgres:
             self.conn.commit()
@@ -196,6 +218,7 @@ def generate(db: Database, data: Path, snapshots: int, per_snapshot: int, seed: 
     dropped = db.indexes(tables)
     for name, _ in dropped:
         db.execute(f"DROP INDEX {name}")
+    text_index = db.text_index_off()
     db.commit()
     db.write("core_tag", ["id", "name", "slug", "created_at"], [(i + 1, name, name, stamp(start)) for i, name in enumerate(tag_names)])
     weights = [1 / (rank + 1) for rank in range(len(tag_names))]
@@ -254,12 +277,15 @@ def generate(db: Database, data: Path, snapshots: int, per_snapshot: int, seed: 
     for sink in (crawls, snaps, results, tagged):
         sink.flush()
     _index(search, search_rows)
+    _index_done(search)
     search.close()
     db.commit()
     print(f"  rows written in {time.monotonic() - started:.0f}s; making {len(dropped)} indexes again", flush=True)
     for name, sql in dropped:
         db.execute(sql)
         db.commit()
+    db.text_index_on(text_index)
+    db.commit()
     if db.postgres:
         db.execute("ANALYZE")  # as autovacuum would after such a load; SQLite gets no statistics unless asked
     db.close()
@@ -267,14 +293,26 @@ def generate(db: Database, data: Path, snapshots: int, per_snapshot: int, seed: 
 
 
 def _index(search: sqlite3.Connection, rows: list[tuple]) -> None:
-    """The full-text index as the search plugin writes it (its schema made by its own module)."""
+    """Rows of the full-text index's documents (search_docs, the search plugin's schema); the
+    FTS5 index over them is built once at the end (:func:`_index_done`)."""
     from archivebox.plugins.search import fts  # noqa: PLC0415 - no Django needed, only the schema
 
-    if rows:
+    if not search.execute("SELECT 1 FROM sqlite_master WHERE name = 'search_docs'").fetchone():
         fts._open_for_write(search.execute("PRAGMA database_list").fetchone()[2]).close()
+        search.execute("DROP TRIGGER search_docs_ai")
+    if rows:
         search.execute("BEGIN")
         search.executemany("INSERT INTO search_docs (snapshot_id, url, title, text, indexed_at) VALUES (?, ?, ?, ?, ?)", rows)
         search.execute("COMMIT")
+
+
+def _index_done(search: sqlite3.Connection) -> None:
+    """The FTS5 index built over every document at once, and its insert trigger made again."""
+    from archivebox.plugins.search import fts  # noqa: PLC0415
+
+    search.execute("INSERT INTO search_fts (search_fts) VALUES ('rebuild')")
+    for statement in fts._split_script(fts._SCHEMA):  # CREATE ... IF NOT EXISTS: only the trigger is new
+        search.execute(statement)
 
 
 # Collections and servers -----------------------------------------------------------------
