@@ -84,6 +84,14 @@ def masked_url(url: str, width_em: int | None = None) -> str:
     return clipped(mask_urls(url), width_em) if width_em else mask_urls(url)
 
 
+def short_time(when) -> str:
+    """``11-27 19:06:31``, the full time on hover: a narrow column of a change list."""
+    if not when:
+        return "—"
+    local = timezone.localtime(when)
+    return format_html('<span title="{}">{}</span>', local.isoformat(), local.strftime("%m-%d %H:%M:%S"))
+
+
 def status_badge(status: str) -> str:
     return format_html('<span class="abx-status abx-{}">{}</span>', status, status)
 
@@ -173,7 +181,7 @@ class CrawlAddForm(forms.ModelForm):
 
 @admin.register(Crawl)
 class CrawlAdmin(StatefulAdmin):
-    list_display = ("__str__", "status_display", "max_depth", "snapshots_link", "created_at", "finished_at")
+    list_display = ("crawl_display", "status_display", "max_depth", "snapshots_link", "created_short", "finished_short")
     list_filter = ("status", "max_depth")
     search_fields = ("urls", "label", "tags_str", "id")
     actions = ["cancel", "retry_failed_results", "resnapshot"]
@@ -207,6 +215,18 @@ class CrawlAdmin(StatefulAdmin):
         # A crawl's URLs can be megabytes (an import): the list never loads them.
         return super().get_queryset(request).defer("urls") if request.resolver_match.url_name.endswith("changelist") else \
             super().get_queryset(request)
+
+    @admin.display(description="crawl", ordering="pk")
+    def crawl_display(self, obj):
+        return clipped(str(obj), 24)
+
+    @admin.display(description="created", ordering="created_at")
+    def created_short(self, obj):
+        return short_time(obj.created_at)
+
+    @admin.display(description="finished", ordering="finished_at")
+    def finished_short(self, obj):
+        return short_time(obj.finished_at)
 
     @admin.display(description="URLs")
     def urls_masked(self, obj):
@@ -485,10 +505,7 @@ class ArchiveResultAdmin(ReadOnlyMixin, StatefulAdmin):
 
     @admin.display(description="finished", ordering="finished_at")
     def finished_short(self, obj):
-        if not obj.finished_at:
-            return "—"
-        local = timezone.localtime(obj.finished_at)
-        return format_html('<span title="{}">{}</span>', local.isoformat(), local.strftime("%m-%d %H:%M:%S"))
+        return short_time(obj.finished_at)
 
     @admin.display(description="crawl")
     def crawl_link(self, obj):
@@ -515,7 +532,8 @@ class ArchiveResultAdmin(ReadOnlyMixin, StatefulAdmin):
 
 @admin.register(Process)
 class ProcessAdmin(ReadOnlyMixin, StatefulAdmin):
-    list_display = ("__str__", "kind", "status_display", "pid", "exit_code", "machine_link", "result_link", "started_at", "ended_at")
+    # One line per row at 1280 px (the machine is a filter, and on the detail page).
+    list_display = ("process_display", "kind", "status_display", "pid", "exit_code", "result_link", "started_short", "ended_short")
     list_filter = ("status", "kind", "machine")
     search_fields = ("label", "key", "reason", "id", "archiveresult__snapshot__url")
     list_select_related = ("machine", "archiveresult")
@@ -528,6 +546,18 @@ class ProcessAdmin(ReadOnlyMixin, StatefulAdmin):
     def command(self, obj):
         return format_html("<pre class='abx-cmd'>{}</pre>", mask_urls(shlex.join(str(part) for part in obj.cmd or [])))
 
+    @admin.display(description="process", ordering="pk")
+    def process_display(self, obj):
+        return clipped(str(obj), 16)
+
+    @admin.display(description="started", ordering="started_at")
+    def started_short(self, obj):
+        return short_time(obj.started_at)
+
+    @admin.display(description="ended", ordering="ended_at")
+    def ended_short(self, obj):
+        return short_time(obj.ended_at)
+
     @admin.display(description="machine")
     def machine_link(self, obj):
         return change_link(obj.machine)
@@ -538,7 +568,7 @@ class ProcessAdmin(ReadOnlyMixin, StatefulAdmin):
 
     @admin.display(description="result")
     def result_link(self, obj):
-        return change_link(obj.archiveresult, obj.archiveresult.hook_name if obj.archiveresult else None)
+        return change_link(obj.archiveresult, clipped(obj.archiveresult.hook_name, 11) if obj.archiveresult else None)
 
     @admin.display(description="result JSON")
     def result_json_masked(self, obj):
@@ -602,6 +632,10 @@ class LeaseAdmin(ReadOnlyMixin, admin.ModelAdmin):
 # Task monitor: rows are written by the recorder only ---------------------------------
 
 class MonitorTaskAdmin(TaskModelAdmin):
+    # The engine's tasks report no progress: its columns (total, unit, percentage, progress,
+    # throughput) were always "-" and pushed the duration off a 1280 px window.
+    list_display = ("human_update_dt", "column_name", "state", "duration")
+
     def has_add_permission(self, request):
         return False
 
@@ -619,12 +653,25 @@ for _model, _admin in ((TaskModel, MonitorTaskAdmin), (SignalInfoModel, MonitorS
 
 @admin.register(Schedule)
 class ScheduleAdmin(admin.ModelAdmin):
-    list_display = ("every", "first_url", "depth", "only_new", "enabled", "next_run_at", "last_run_at", "runs")
+    class Media:
+        css = {"all": ("web/admin.css",)}
+
+    list_display = ("every", "first_url", "depth", "only_new", "enabled", "next_run", "last_run", "runs")
     list_filter = ("enabled", "only_new")
     search_fields = ("urls",)
     readonly_fields = ("cron", "last_run_at", "last_crawl", "runs", "created_at")
 
     @admin.display(description="URL")
     def first_url(self, obj: Schedule) -> str:
-        lines = obj.urls.splitlines()
-        return lines[0] + (f" (+{len(lines) - 1})" if len(lines) > 1 else "") if lines else ""
+        lines = mask_urls(obj.urls).splitlines()
+        if not lines:
+            return ""
+        return format_html("{}{}", clipped(lines[0], 26), f" (+{len(lines) - 1})" if len(lines) > 1 else "")
+
+    @admin.display(description="next run", ordering="next_run_at")
+    def next_run(self, obj: Schedule) -> str:
+        return short_time(obj.next_run_at)
+
+    @admin.display(description="last run", ordering="last_run_at")
+    def last_run(self, obj: Schedule) -> str:
+        return short_time(obj.last_run_at)
