@@ -11,6 +11,7 @@ plugin shows up too. Results that are not files (a title, a hash) are left out.
 from __future__ import annotations
 
 import mimetypes
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,8 @@ KIND_ORDER = {"page": 0, "image": 1, "pdf": 2, "text": 3}
 # Which capture opens first in the snapshot page's main frame, best first.
 MAIN_PREFERENCE = ("wget", "singlefile", "dom", "readability", "screenshot")
 THUMBNAIL_PLUGINS = ("screenshot",)
+# How the fetchers report an HTTP error: "404 Not Found".
+HTTP_ERROR = re.compile(r"^[45]\d\d\b")
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.db import DatabaseError
-from django.db.models import Count
 from django.http import FileResponse, Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -134,39 +133,41 @@ class Row:
     thumbnail: str | None = None
     results: int = 0
     failed: int = 0
+    http_error: str = ""  # "404 Not Found" when the page answered an HTTP error
+    page_failures: int = 0  # failed results that failed with that same answer
     snippet: str = ""
+
+    @property
+    def other_failures(self) -> int:
+        return self.failed - self.page_failures
 
 
 def page_rows(snapshots: list[Snapshot], with_thumbnails: bool, snippets: dict) -> list[Row]:
-    """The page's rows: result counts and screenshots from one query each over its ids."""
+    """The page's rows, from one query over its snapshots' results (their index): counts, the
+    page's HTTP error (said once, not as a failure per plugin), and screenshots."""
     rows = {snapshot.pk: Row(snapshot, snippet=snippets.get(str(snapshot.pk), "")) for snapshot in snapshots}
-    counts = (ArchiveResult.objects.filter(snapshot_id__in=list(rows)).values_list("snapshot_id", "status")
-              .annotate(n=Count("pk")).order_by())
-    for snapshot_id, status, n in counts:
-        rows[snapshot_id].results += n
-        if status == "failed":
-            rows[snapshot_id].failed += n
+    # By snapshot only: a filter on status here made SQLite, which keeps no statistics, read
+    # every succeeded result of the collection through the status index.
+    results = list(ArchiveResult.objects.filter(snapshot_id__in=list(rows)).values_list("snapshot_id", "plugin", "status", "output_str"))
+    for snapshot_id, plugin, status, output_str in results:
+        row = rows[snapshot_id]
+        row.results += 1
+        row.failed += status == "failed"
+        if plugin == "headers" and status == "failed" and captures.HTTP_ERROR.match(output_str):
+            row.http_error = output_str
+    for snapshot_id, _plugin, status, output_str in results:
+        row = rows[snapshot_id]
+        row.page_failures += bool(row.http_error) and status == "failed" and output_str == row.http_error
     if with_thumbnails:
-        for snapshot_id, url in thumbnails(list(rows)).items():
-            rows[snapshot_id].thumbnail = url
+        images = {}
+        for snapshot_id, plugin, status, output_str in results:
+            if status == "succeeded" and output_str and captures.kind_of(output_str) == "image":
+                images.setdefault(snapshot_id, []).append({"plugin": plugin, "status": status, "output_str": output_str})
+        for snapshot_id, candidates in images.items():
+            shot = captures.thumbnail(captures.of_snapshot(settings.ARCHIVE_DIR, snapshot_id, candidates))
+            if shot:
+                rows[snapshot_id].thumbnail = signed_url(snapshot_id, shot.path)
     return list(rows.values())
-
-
-def thumbnails(snapshot_ids: list) -> dict:
-    """``{snapshot id: signed URL of its screenshot}`` for those that have one, from one query."""
-    results: dict = {}
-    # By snapshot only (its results' index): a filter on status here made SQLite, which keeps no
-    # statistics, read every succeeded result of the collection through the status index.
-    rows = ArchiveResult.objects.filter(snapshot_id__in=snapshot_ids).values("snapshot_id", "plugin", "status", "output_str")
-    for row in rows:
-        if row["status"] == "succeeded" and row["output_str"] and captures.kind_of(row["output_str"]) == "image":
-            results.setdefault(row["snapshot_id"], []).append(row)
-    found = {}
-    for snapshot_id, candidates in results.items():
-        shot = captures.thumbnail(captures.of_snapshot(settings.ARCHIVE_DIR, snapshot_id, candidates))
-        if shot:
-            found[snapshot_id] = signed_url(snapshot_id, shot.path)
-    return found
 
 
 def _preview(entries: list[files.Entry]) -> str | None:
@@ -185,6 +186,7 @@ def snapshot_detail(request, snapshot_id: uuid.UUID):
     results = list(snapshot.results.order_by("step", "hook_name"))
     found = captures.of_snapshot(settings.ARCHIVE_DIR, snapshot.pk, results)
     main = captures.main_capture(found)
+    http_error = captures.http_error(results)
     user = request.user
     return render(request, "web/snapshot_detail.html", {
         "snapshot": snapshot,
@@ -194,7 +196,9 @@ def snapshot_detail(request, snapshot_id: uuid.UUID):
         "can_change": access.is_staff(user) and user.has_perm("core.change_snapshot"),
         "token": links.token_for(snapshot.pk),
         "results": results,
-        "http_error": captures.http_error(results),
+        "http_error": http_error,
+        # Results that failed with the page's own answer: said once, at the top, not in red each.
+        "page_failures": {r.pk for r in results if http_error and r.status == "failed" and r.output_str == http_error},
         "entries": entries,
         "truncated": truncated,
         "total_size": sum(entry.size for entry in entries),

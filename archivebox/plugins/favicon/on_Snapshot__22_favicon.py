@@ -5,8 +5,9 @@ Candidates, in order: the icons the page declares (``<link rel="icon">``,
 ``"shortcut icon"``, then ``"apple-touch-icon"``; the page's HTML is read from
 wget's output when present, else fetched), then ``/favicon.ico`` of the page's
 origin. The first candidate that answers 200 with image content wins.
-No icon at all is a permanent failure (exit 0); network errors on every
-candidate exit non-zero (retried later).
+A site without an icon is no failure: the result is ``noresults``, saying what was
+tried (most pages declare none and many sites answer 404 for ``/favicon.ico``);
+network errors on every candidate exit non-zero (retried later).
 """
 import os
 
@@ -171,7 +172,15 @@ def main():
         H.log(f"no icon: {miss}")
     if network_errors and not misses:
         H.transient(f"could not fetch any icon: {network_errors[-1]}")
-    H.finish("failed", "no favicon found", {"tried": candidates})
+    if html is None and origin.startswith("not HTML"):
+        declared = f"the document is {origin}"
+    elif html is None:
+        declared = f"the page was not readable ({origin})"
+    elif len(candidates) == 1:
+        declared = "the page declares none"
+    else:
+        declared = f"none of the {len(candidates) - 1} it declares is an image"
+    H.finish("noresults", f"no icon: {declared}, and {misses[-1]}", {"tried": candidates, "misses": misses})
 
 
 if __name__ == "__main__":
