@@ -18,6 +18,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from archivebox.core.graphs import SnapshotGraph
 from archivebox.core.models import Snapshot
 from archivebox.sideeffects.index import write_index
 from archivebox.tasks import actions
@@ -67,7 +68,7 @@ def delete(request, snapshot_id: uuid.UUID):
                                                                            else " and its folder."))
         return redirect(reverse("web:snapshots"))
     return render(request, "web/snapshot_delete.html", {
-        "snapshot": snapshot, "running": snapshot.status == "started", "results": snapshot.results.count(),
+        "snapshot": snapshot, "running": snapshot.status == SnapshotGraph.started, "results": snapshot.results.count(),
     })
 
 

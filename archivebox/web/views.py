@@ -28,6 +28,7 @@ from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET
 
 from archivebox.core import counting, search
+from archivebox.core.graphs import ArchiveResultGraph
 from archivebox.core.models import ArchiveResult, Snapshot
 from archivebox.web import access, captures, files, links
 from archivebox.web.health import liveness
@@ -152,16 +153,16 @@ def page_rows(snapshots: list[Snapshot], with_thumbnails: bool, snippets: dict) 
     for snapshot_id, plugin, status, output_str in results:
         row = rows[snapshot_id]
         row.results += 1
-        row.failed += status == "failed"
-        if plugin == "headers" and status == "failed" and captures.HTTP_ERROR.match(output_str):
+        row.failed += status == ArchiveResultGraph.failed
+        if plugin == "headers" and status == ArchiveResultGraph.failed and captures.HTTP_ERROR.match(output_str):
             row.http_error = output_str
     for snapshot_id, _plugin, status, output_str in results:
         row = rows[snapshot_id]
-        row.page_failures += bool(row.http_error) and status == "failed" and output_str == row.http_error
+        row.page_failures += bool(row.http_error) and status == ArchiveResultGraph.failed and output_str == row.http_error
     if with_thumbnails:
         images = {}
         for snapshot_id, plugin, status, output_str in results:
-            if status == "succeeded" and output_str and captures.kind_of(output_str) == "image":
+            if status == ArchiveResultGraph.succeeded and output_str and captures.kind_of(output_str) == "image":
                 images.setdefault(snapshot_id, []).append({"plugin": plugin, "status": status, "output_str": output_str})
         for snapshot_id, candidates in images.items():
             shot = captures.thumbnail(captures.of_snapshot(settings.ARCHIVE_DIR, snapshot_id, candidates))
@@ -198,7 +199,7 @@ def snapshot_detail(request, snapshot_id: uuid.UUID):
         "results": results,
         "http_error": http_error,
         # Results that failed with the page's own answer: said once, at the top, not in red each.
-        "page_failures": {r.pk for r in results if http_error and r.status == "failed" and r.output_str == http_error},
+        "page_failures": {r.pk for r in results if http_error and r.status == ArchiveResultGraph.failed and r.output_str == http_error},
         "entries": entries,
         "truncated": truncated,
         "total_size": sum(entry.size for entry in entries),
