@@ -11,12 +11,12 @@ import json
 from django.conf import settings
 from django.utils import timezone
 
+from archivebox.core import counting
 from archivebox.core.graphs import ProcessGraph
 from archivebox.binaries import listing, system
 from archivebox.broker import repair
 from archivebox.cli.common import setup_django
 from archivebox.cli.permissions import exposed
-from archivebox.cli.progress import by_status
 from archivebox.core.models import ArchiveResult, Crawl, Lease, Machine, Process, Snapshot
 from archivebox.hooks.catalog import catalog, layers
 from archivebox.web.health import POOLS, liveness
@@ -28,15 +28,18 @@ UNFINISHED = {model.__name__: set(model.graph.states) - set(model.graph.finals) 
 
 def register(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--exact", action="store_true", help="count every row of large tables (slow on millions) instead of estimating")
 
 
-def gather() -> dict:
+def gather(exact: bool = False) -> dict:
     now = timezone.now()
-    report: dict = {"data_dir": str(settings.DATA_DIR), "models": {}, "oldest_due": None}
+    report: dict = {"data_dir": str(settings.DATA_DIR), "models": {}, "estimated": [], "oldest_due": None}
     oldest = []
     for model in MODELS:
-        counts = by_status(model.objects.all())
+        counts, is_exact = counting.by_status(model, exact=exact)
         report["models"][model.__name__] = {status: counts.get(status, 0) for status in model.graph.states if counts.get(status)}
+        if not is_exact:
+            report["estimated"].append(model.__name__)
         due = model.objects.filter(retry_at__lte=now)
         if model is Process:
             due = due.exclude(kind=Process.Kind.WORKER, status=ProcessGraph.running)  # a live worker's retry_at is its heartbeat
@@ -76,7 +79,12 @@ def _row(label: str, text: str) -> str:
 def format_report(report: dict) -> str:
     lines = [_row("Collection", report["data_dir"])]
     for name, counts in report["models"].items():
-        lines.append(_row(f"  {name}", ", ".join(f"{count} {status}" for status, count in counts.items()) or "none"))
+        # A large table's finished rows are estimated (see core.counting.by_status): "~12,800,000 succeeded".
+        about = "~" if name in report["estimated"] else ""
+        lines.append(_row(f"  {name}", ", ".join(f"{about if status not in UNFINISHED[name] else ''}{count:,} {status}"
+                                                 for status, count in counts.items()) or "none"))
+    if report["estimated"]:
+        lines.append("  (~: estimated from a sample of a large table; `archivebox status --exact` counts every row)")
     due = report["oldest_due"]
     lines.append(_row("Oldest due row", f"{due['model']} {due['id']} ({due['status']}), due {due['overdue_seconds']}s ago"
                       if due else "none (nothing is waiting)"))
@@ -117,6 +125,6 @@ def format_report(report: dict) -> str:
 
 def run(args) -> int:
     setup_django()
-    report = gather()
+    report = gather(exact=args.exact)
     print(json.dumps(report, indent=2) if args.json else format_report(report))
     return 0

@@ -11,15 +11,18 @@ exact until rows are deleted), since counting it exactly reads all of it.
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass
 
 from django.core.paginator import Paginator
 from django.db import connections
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet
 from django.utils.functional import cached_property
 
 COUNT_CAP = 10_000
 EXACT_BELOW = 500_000
+# Rows read to estimate how a large table's finished rows split between their states.
+SAMPLE = 5_000
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,39 @@ def table_rows(queryset: QuerySet) -> int | None:
             row = cursor.fetchone()
             return int(row[0] or 0)
     return None
+
+
+def by_status(model, exact: bool = False) -> tuple[dict[str, int], bool]:
+    """``({state: rows}, exact)`` for a stateful model's table. Exact for a table under
+    EXACT_BELOW rows (or when asked); for a larger one, the unfinished states are counted
+    exactly (they are the rows of the due index) and the finished ones estimated: the
+    table's estimated size less the unfinished rows, split as a random sample of SAMPLE
+    finished rows splits. (A GROUP BY over 16 million results read all of them: seconds.)"""
+    rows = model.objects.all()
+    estimate = None if exact else table_rows(rows)
+    if estimate is None or estimate < EXACT_BELOW:
+        return dict(rows.values_list("status").annotate(n=Count("pk")).order_by()), True
+    counts = dict(rows.filter(retry_at__isnull=False).values_list("status").annotate(n=Count("pk")).order_by())
+    sample = _sample_finished(model, estimate)
+    finished = max(0, estimate - sum(counts.values()))
+    for status in set(sample):
+        counts[status] = round(finished * sample.count(status) / len(sample))
+    return counts, False
+
+
+def _sample_finished(model, estimate: int) -> list[str]:
+    """The states of about SAMPLE finished rows taken at random across the table."""
+    connection = connections[model.objects.db]
+    table = connection.ops.quote_name(model._meta.db_table)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            percent = min(100.0, 100.0 * SAMPLE / max(estimate, 1))
+            cursor.execute(f"SELECT status FROM {table} TABLESAMPLE SYSTEM (%s) WHERE retry_at IS NULL", [percent])  # noqa: S608
+        else:
+            rowids = random.sample(range(1, estimate + 1), min(SAMPLE, estimate))
+            marks = ", ".join("%s" for _ in rowids)
+            cursor.execute(f"SELECT status FROM {table} WHERE rowid IN ({marks}) AND retry_at IS NULL", rowids)  # noqa: S608
+        return [row[0] for row in cursor.fetchall()]
 
 
 class CountingPaginator(Paginator):
