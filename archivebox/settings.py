@@ -7,6 +7,7 @@ deployment (Postgres + Redis) without any code change.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import secrets
 from pathlib import Path
@@ -181,8 +182,6 @@ INSTALLED_APPS = [
     "axes",
     "bx_django_utils",
     "huey_monitor",
-    # The API docs' Swagger UI from django-ninja's own static files, not a CDN (it works offline).
-    "ninja",
     "archivebox.core",
     "archivebox.personas",
     "archivebox.binaries",
@@ -203,10 +202,12 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "archivebox.urls"
+# Located without importing it (pydantic's import costs every command ~0.2 s).
+NINJA_DIR = Path(importlib.util.find_spec("ninja").origin).parent
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],
+        "DIRS": [NINJA_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -247,6 +248,9 @@ TIME_ZONE = "UTC"
 LANGUAGE_CODE = "en-us"
 STATIC_URL = "/static/"
 STATIC_ROOT = DATA_DIR / "static"
+# The API docs' Swagger UI from django-ninja's own files, never a CDN (they work offline);
+# found here rather than by making ninja a Django app, which every command would then import.
+STATICFILES_DIRS = [NINJA_DIR / "static"]
 
 LOGGING = {
     "version": 1,

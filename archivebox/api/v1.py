@@ -8,6 +8,7 @@ attempts count towards the login lockout) and are rows with an expiry, revocable
 """
 
 
+import json
 import math
 import uuid
 from datetime import datetime
@@ -15,10 +16,10 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import authenticate
-from django.http import HttpRequest
-from django.shortcuts import get_object_or_404
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
-from ninja import Field, NinjaAPI, Query, Router, Schema
+from ninja import Field, NinjaAPI, Query, Router, Schema, Swagger
 from ninja.errors import HttpError
 from ninja.pagination import PaginationBase, paginate
 from ninja.security import APIKeyHeader, APIKeyQuery, HttpBearer
@@ -63,7 +64,19 @@ class QueryTokenAuth(APIKeyQuery):
 # A logged-in staff session works too (the docs page uses it); as a cookie it needs the CSRF token.
 AUTH = [HeaderTokenAuth(), BearerTokenAuth(), QueryTokenAuth(), SessionAuthIsStaff()]
 
-api = NinjaAPI(title="ArchiveBox API", version="1.0.0", urls_namespace="api-1", docs_url="/docs", auth=AUTH,
+class PackagedSwagger(Swagger):
+    """Swagger UI from django-ninja's own template and static files (settings find them), never
+    its CDN copy: ninja picks the CDN unless it is a Django app, which would cost every command
+    its import."""
+
+    def render_page(self, request: HttpRequest, api: NinjaAPI, **kwargs) -> HttpResponse:
+        self.settings["url"] = self.get_openapi_url(api, kwargs)
+        # A logged-in session may call the API from the page: its requests carry the CSRF token.
+        return render(request, self.template, {"swagger_settings": json.dumps(self.settings, indent=1), "api": api,
+                                               "add_csrf": True})
+
+
+api = NinjaAPI(title="ArchiveBox API", version="1.0.0", urls_namespace="api-1", docs_url="/docs", auth=AUTH, docs=PackagedSwagger(),
                description="ArchiveBox's v1 REST API: add URLs, read snapshots and their results.")
 
 
