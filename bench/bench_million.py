@@ -5,7 +5,8 @@
 straight into the tables ``archivebox init`` created (indexes dropped during the load and
 made again after it, as a restore would). ``measure`` starts ``archivebox server
 --no-workers`` on it, logs in, asks each page ``--repeat`` times and prints p50 and p99 per
-page, then times ``archivebox list --limit 20`` and ``archivebox status`` as whole commands.
+page, with the server process's CPU time per request (less moved by other work on the machine
+than wall time), then times ``archivebox list --limit 20`` and ``archivebox status`` as whole commands.
 
 Usage:
   .venv/bin/python bench/bench_million.py build   --data /tmp/m1 [--snapshots 1000000] [--results 16] [--postgres]
@@ -20,14 +21,12 @@ Figures are printed; nothing is asserted. Expect ~10 GB of disk per backend at 1
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import importlib
 import http.cookiejar
 import json
 import os
 import random
 import re
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -37,6 +36,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
+
+import psutil
 from pathlib import Path
 
 HERE = Path(__file__).resolve()
@@ -444,15 +445,20 @@ def measure(data: Path, repeat: int) -> None:
         backend = "Postgres" if info["postgres"] else "SQLite"
         print(f"{info['snapshots']:,} snapshots, {info['snapshots'] * info['results']:,} results, {backend}; "
               f"{repeat} requests per page after one warm-up; load average {os.getloadavg()[0]:.1f}")
-        print(f"{'page':36} {'p50 ms':>8} {'p99 ms':>8}  status")
+        print(f"{'page':36} {'p50 ms':>8} {'p99 ms':>8} {'CPU p50':>8}  status   (CPU: the server process's, per request)")
+        server_process = psutil.Process(proc.pid)
         for name, path in pages(sample):
             status, _ = client.get(path)
-            times = []
+            times, cpu = [], []
             for _ in range(repeat):
+                before = server_process.cpu_times()
                 started = time.perf_counter()
                 status, _ = client.get(path)
                 times.append((time.perf_counter() - started) * 1000)
-            print(f"{name:36} {percentile(times, 50):8.0f} {percentile(times, 99):8.0f}  {status}", flush=True)
+                after = server_process.cpu_times()
+                cpu.append((after.user + after.system - before.user - before.system) * 1000)
+            print(f"{name:36} {percentile(times, 50):8.0f} {percentile(times, 99):8.0f} {percentile(cpu, 50):8.0f}  {status}",
+                  flush=True)
         for args in (("list", "--limit", "20"), ("status",)):
             times, cpu = [], []
             cli(env, *args)

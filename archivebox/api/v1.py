@@ -344,7 +344,7 @@ class Pagination(PaginationBase):
         offset = pagination.offset or pagination.page * limit
         # Exact up to a cap, else estimated or "more than" (core.counting): counting millions
         # of rows would cost more than the page; ``total_exact`` says which.
-        total = counting.count(queryset)
+        total = counting.count(queryset, at_least=getattr(params.get("request"), "abx_at_least", 0))
         items = list(queryset[offset:offset + limit])
         return {"count": total.value, "total_items": total.value, "total_exact": total.exact,
                 "total_pages": math.ceil(total.value / limit), "page": offset // limit,
@@ -459,18 +459,24 @@ def get_snapshots(request: HttpRequest, filters: Query[SnapshotFilters], with_ar
     found = Snapshot.objects.prefetch_related("tags").order_by("-created_at")
     if filters.url:
         found = found.filter(url=filters.url)
+    searched = []
     if filters.tag:
-        found = search.with_tag(found, filters.tag).snapshots
+        searched.append(search.with_tag(found, filters.tag))
+        found = searched[-1].snapshots
     if filters.status:
         found = found.filter(status=filters.status)
     if filters.title:
-        found = search.search(found, filters.title, "title").snapshots
+        searched.append(search.search(found, filters.title, "title"))
+        found = searched[-1].snapshots
     if filters.search:
         # The web index's search box (all modes: URL, title, tags, archived text).
         try:
-            found = search.search(found, filters.search, filters.query_type or "all", settings.DATA_DIR / "search.sqlite3").snapshots
+            searched.append(search.search(found, filters.search, filters.query_type or "all", settings.DATA_DIR / "search.sqlite3"))
         except search.SearchError as err:
             raise HttpError(422, str(err)) from None
+        found = searched[-1].snapshots
+    # Too common to count (core.search): the page's total says "more than" instead of scanning.
+    request.abx_at_least = max((part.at_least for part in searched), default=0)
     if filters.created_at__gte:
         found = found.filter(created_at__gte=filters.created_at__gte)
     if filters.created_at__lt:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections import Counter
 from dataclasses import dataclass
 
 from django.core.paginator import Paginator
@@ -22,7 +23,7 @@ from django.utils.functional import cached_property
 COUNT_CAP = 10_000
 EXACT_BELOW = 500_000
 # Rows read to estimate how a large table's finished rows split between their states.
-SAMPLE = 5_000
+SAMPLE = 2_000
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,9 @@ def by_status(model, exact: bool = False) -> tuple[dict[str, int], bool]:
     estimate = None if exact else table_rows(rows)
     if estimate is None or estimate < EXACT_BELOW:
         return dict(rows.values_list("status").annotate(n=Count("pk")).order_by()), True
-    counts = dict(rows.filter(retry_at__isnull=False).values_list("status").annotate(n=Count("pk")).order_by())
+    # Read through the due index (its rows are the unfinished ones) and counted here: with a
+    # GROUP BY, SQLite walked the status index instead, all 16 million entries of it.
+    counts = dict(Counter(rows.filter(retry_at__isnull=False).values_list("status", flat=True).order_by()))
     sample = _sample_finished(model, estimate)
     finished = max(0, estimate - sum(counts.values()))
     for status in set(sample):
@@ -110,11 +113,16 @@ def _sample_finished(model, estimate: int) -> list[str]:
 
 class CountingPaginator(Paginator):
     """Django's paginator with :func:`count`'s total (for the admin's change lists): past the
-    cap it shows the pages it can reach, and the list's own "more" link goes on."""
+    cap it shows the pages it can reach. ``at_least``: the list is known to be longer than that
+    (a search too common to count), so it is not counted."""
+
+    def __init__(self, *args, at_least: int = 0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.at_least = at_least
 
     @cached_property
     def total(self) -> Total:
-        return count(self.object_list)
+        return count(self.object_list, at_least=self.at_least)
 
     @cached_property
     def count(self) -> int:

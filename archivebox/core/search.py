@@ -42,7 +42,7 @@ ALIASES = {"": "all", "content": "fulltext", "meta": "meta", "text": "fulltext",
 LABELS = {"all": "all", "fulltext": "content", "url": "URL", "title": "title", "tags": "tags"}
 # Up to this many matches of one part are taken by id and sorted; more are filtered while
 # reading the list in order (a common word fills a page within its first rows).
-FEW = 10_000
+FEW = 2_000
 # The full-text part: at most this many matches, the most recently indexed.
 TEXT_LIMIT = 10_000
 MIN_TRIGRAM = 3
@@ -92,10 +92,9 @@ def search(snapshots: QuerySet, text: str, mode: str = "all", search_db: Path | 
     if not text:
         return Found(snapshots)
     parts = []
-    if mode in ("all", "meta", "url"):
-        parts.append(_text_part(text, "url"))
-    if mode in ("all", "meta", "title"):
-        parts.append(_text_part(text, "title"))
+    fields = {"all": ("url", "title"), "meta": ("url", "title"), "url": ("url",), "title": ("title",)}.get(mode)
+    if fields:
+        parts.append(_text_part(text, fields))
     if mode in ("all", "meta", "tags"):
         parts.append(_tags_part(Tag.objects.filter(name__icontains=text)))
     if mode in ("all", "fulltext") and search_db is not None:
@@ -113,20 +112,21 @@ def with_tag(snapshots: QuerySet, name: str) -> Found:
     return Found(snapshots.filter(part.q), at_least=part.at_least)
 
 
-def _text_part(text: str, field: str) -> Part:
-    scan = Q(**{f"{field}__icontains": text})
+def _text_part(text: str, fields: tuple[str, ...]) -> Part:
+    """URL and/or title containing ``text``: one query of the trigram index (its column
+    filter covers both fields), at most FEW + 1 ids, which says whether there are few."""
+    scan = Q()
+    for field in fields:
+        scan |= Q(**{f"{field}__icontains": text})
     if connection.vendor != "sqlite" or len(text) < MIN_TRIGRAM or not _has_text_index():
         return Part(scan)
-    match = f'{{{field}}} : "{text.replace(chr(34), chr(34) * 2)}"'
+    match = f'{{{" ".join(fields)}}} : "{text.replace(chr(34), chr(34) * 2)}"'
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM (SELECT rowid FROM core_snapshot_text WHERE core_snapshot_text MATCH %s LIMIT %s)",
-                       [match, FEW + 1])
-        count = cursor.fetchone()[0]
-        if count > FEW:
-            return Part(scan, at_least=count)
         cursor.execute("SELECT r.snapshot_id FROM core_snapshot_text t JOIN core_snapshot_textrow r ON r.rid = t.rowid "
-                       "WHERE core_snapshot_text MATCH %s", [match])
+                       "WHERE core_snapshot_text MATCH %s LIMIT %s", [match, FEW + 1])
         ids = [row[0] for row in cursor.fetchall()]
+    if len(ids) > FEW:
+        return Part(scan, at_least=FEW)
     return Part(Q(pk__in=ids))
 
 
@@ -135,10 +135,10 @@ def _tags_part(tags: QuerySet) -> Part:
     if not tag_ids:
         return Part(Q(pk__in=[]))
     tagging = Tagging.objects.filter(tag_id__in=tag_ids)
-    count = tagging[:FEW + 1].count()
-    if count > FEW:
-        return Part(Q(Exists(tagging.filter(snapshot_id=OuterRef("pk")))), at_least=count)
-    return Part(Q(pk__in=list(tagging.values_list("snapshot_id", flat=True))))
+    ids = list(tagging.values_list("snapshot_id", flat=True)[:FEW + 1])
+    if len(ids) > FEW:
+        return Part(Q(Exists(tagging.filter(snapshot_id=OuterRef("pk")))), at_least=FEW)
+    return Part(Q(pk__in=ids))
 
 
 def _content_part(text: str, search_db: Path) -> Part:

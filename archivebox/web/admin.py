@@ -115,6 +115,10 @@ class StatefulAdmin(admin.ModelAdmin):
     show_full_result_count = False
     paginator = CountingPaginator
 
+    def get_paginator(self, request, queryset, per_page, orphans=0, allow_empty_first_page=True):
+        # A filter or search too common to count (core.search) said so on the request.
+        return self.paginator(queryset, per_page, orphans, allow_empty_first_page, at_least=getattr(request, "abx_at_least", 0))
+
     class Media:
         css = {"all": ("web/admin.css",)}
 
@@ -329,12 +333,21 @@ class TagListFilter(admin.SimpleListFilter):
         if not self.value():
             return queryset
         name = Tag.objects.filter(pk=self.value()).values_list("name", flat=True).first()
-        return search.with_tag(queryset, name).snapshots if name else queryset.none()
+        if not name:
+            return queryset.none()
+        return known_size(request, search.with_tag(queryset, name))
 
 
-def snapshot_search(queryset, term: str):
+def known_size(request, found: search.Found):
+    """The found snapshots; what the search knows of their number is noted on the request, so
+    that the list's paginator does not count a condition it would have to scan for."""
+    request.abx_at_least = max(getattr(request, "abx_at_least", 0), found.at_least)
+    return found.snapshots
+
+
+def snapshot_search(request, queryset, term: str):
     """The admin's search box over snapshots: the web index's ``all`` mode, or an id (or its start)."""
-    found = search.search(queryset, term, "all", settings.DATA_DIR / "search.sqlite3").snapshots
+    found = known_size(request, search.search(queryset, term, "all", settings.DATA_DIR / "search.sqlite3"))
     try:
         return found | queryset.filter(id_match(term))
     except FilterError:
@@ -372,7 +385,7 @@ class SnapshotAdmin(StatefulAdmin):
         if not search_term.strip():
             return queryset, False
         try:
-            return snapshot_search(queryset, search_term.strip()), False
+            return snapshot_search(request, queryset, search_term.strip()), False
         except search.SearchError as err:
             self.message_user(request, str(err), messages.ERROR)
             return queryset.none(), False
