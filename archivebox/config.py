@@ -125,7 +125,7 @@ ENGINE_NUMBERS: dict[str, tuple[str, type, float]] = {
 
 # Every key EngineConfig reads (from the environment or ArchiveBox.conf).
 ENGINE_KEYS = (*ENGINE_NUMBERS, "ACTOR_CONCURRENCY", "MACHINE_ID", "FORKSERVER", "LIB_DIR", "ABXPKG_LIB_DIR", "HOOK_PYTHON",
-               "ABX_PLUGINS", "FORKSERVER_PRELOAD", "LIFECYCLE_PLUGINS")
+               "ABX_PLUGINS", "FORKSERVER_PRELOAD", "FORKSERVER_EXCLUDE", "LIFECYCLE_PLUGINS")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,6 +160,8 @@ class EngineConfig:
     # which imports these modules at its start (FORKSERVER_PRELOAD, comma-separated).
     forkserver: bool = True
     forkserver_preload: tuple[str, ...] = ()
+    # Plugins whose Python hooks start a new interpreter for every run (FORKSERVER_EXCLUDE).
+    forkserver_exclude: tuple[str, ...] = ()
     # Python modules registered as lifecycle plugins (LIFECYCLE_PLUGINS, comma-separated
     # import paths; see archivebox.lifecycle).
     lifecycle_plugins: tuple[str, ...] = ()
@@ -231,6 +233,6 @@ class EngineConfig:
         kwargs["chrome_binary"] = values.get("CHROME_BINARY", "").strip()
         if values.get("FORKSERVER", "").strip():
             kwargs["forkserver"] = parse_bool("FORKSERVER", values["FORKSERVER"])
-        for key in ("FORKSERVER_PRELOAD", "LIFECYCLE_PLUGINS"):
+        for key in ("FORKSERVER_PRELOAD", "FORKSERVER_EXCLUDE", "LIFECYCLE_PLUGINS"):
             kwargs[key.lower()] = tuple(name.strip() for name in values.get(key, "").split(",") if name.strip())
         return cls(**kwargs)

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import ast
 import errno
+import importlib
 import json
 import os
 import runpy
@@ -53,21 +54,18 @@ import traceback
 import types
 
 GO = b"g"
+# The flag that makes a server's children what ``python script.py`` would be (a server in
+# a third-party hook's own interpreter, started with ``-P`` by archivebox.process.forkclient).
+AS_SCRIPT = "--as-script"
 PRELOAD = (
     "json", "re", "time", "signal", "hashlib", "html", "html.parser", "urllib.parse", "socket", "ssl",
     "subprocess", "shutil", "tempfile", "pathlib", "zlib", "io", "xml.etree.ElementTree", "base64", "struct",
     "datetime", "codecs", "runpy",
     "pkgutil",  # runpy.run_path imports it on every call: 3 ms per hook run if each child did
 )
-# What the built-in hooks import: their kit (``archivebox.pluginkit``, whose modules import
-# only os and sys at load time), urllib.request for its HTTP client and psutil for killing
-# a program's tree. Every preloaded module is resident in every forked hook (urllib.request
-# with http.client and email: about 1.8 MB), but a hook that needs it would otherwise import
-# it itself, paying the same memory plus 10-20 ms of CPU. Libraries that only some hooks
-# use (readability: lxml; the browser hook: asyncio and its CDP client) are not preloaded
-# up front: a script names them in its own FORKSERVER_PRELOAD (see ScriptCache), or the
-# FORKSERVER_PRELOAD setting names them for every fork server.
-PRELOAD += ("urllib.request", "http.client", "psutil", "archivebox.pluginkit")
+# What else a server imports comes from the client that starts it, in FORKSERVER_PRELOAD
+# (the modules its kind of hooks share: see archivebox.process.forkclient), and from each
+# script's own FORKSERVER_PRELOAD (see ScriptCache).
 
 
 def preload() -> None:
@@ -181,16 +179,21 @@ class Words:
         return bool(chunk)
 
 
-def run_child(request: dict, script: types.CodeType | None = None, hold: int | None = None, early: bytes = b"") -> None:
+def run_child(request: dict, script: types.CodeType | None = None, hold: int | None = None, early: bytes = b"",
+              as_script: bool = False) -> None:
     """In the forked child: become the hook (``script``: its code, compiled by the server).
     ``hold``: the caller's connection, for a held child to read its details and the word
-    to start from (``early``: what the server read of it already). Never returns."""
+    to start from (``early``: what the server read of it already). ``as_script``: become
+    what ``python script.py`` would be (see :func:`like_an_interpreter`) rather than
+    ``python -I script.py`` with default signal dispositions. Never returns."""
     code = 1
     status = None  # where the exit code goes, once the script has started
     try:
         os.setsid()
         for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGPIPE):
             signal.signal(sig, signal.SIG_DFL)
+        if as_script:
+            like_an_interpreter()
         words = None
         if hold is not None:
             words = Words(hold, early)
@@ -229,6 +232,8 @@ def run_child(request: dict, script: types.CodeType | None = None, hold: int | N
                 return  # the caller gave up on this run: the script never starts
             os.close(hold)
         os.chdir(request["cwd"])  # after the word: a held child's folder may be made meanwhile
+        if as_script:
+            sys.path.insert(0, os.path.dirname(os.path.realpath(argv[0])))
         status = request.get("status")
         if status:
             record_every_exit(status)
@@ -250,6 +255,21 @@ def run_child(request: dict, script: types.CodeType | None = None, hold: int | N
                 write_status(status, code & 0xFF)
         finally:
             REAL_EXIT(code & 0xFF)
+
+
+def like_an_interpreter() -> None:
+    """What a new interpreter starting a script sets up that a fork of this server lacks:
+    SIGINT raising KeyboardInterrupt, SIGPIPE and SIGXFSZ ignored (writes fail with an error
+    instead), and no memory of folders on ``sys.path`` that held nothing when the server
+    looked (a binary installed since, on the hook's PYTHONPATH). The script's folder goes
+    first on ``sys.path`` once its details are known (in :func:`run_child`)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    for entry, finder in list(sys.path_importer_cache.items()):
+        if finder is None:
+            del sys.path_importer_cache[entry]
+    importlib.invalidate_caches()
 
 
 # The process's own _exit: a forked hook's os._exit is replaced (record_every_exit).
@@ -283,7 +303,7 @@ def write_status(path: str, code: int) -> None:
 
 
 class Server:
-    def __init__(self, address: bytes, parent: int):
+    def __init__(self, address: bytes, parent: int, as_script: bool = False):
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(address)
         self.listener.listen(128)
@@ -298,6 +318,7 @@ class Server:
         self.parent = parent
         self.running = True
         self.scripts = ScriptCache()
+        self.as_script = as_script
 
     def on_child(self, *_):
         try:
@@ -370,7 +391,7 @@ class Server:
             return
         if pid == 0:
             self.listener.close()
-            run_child(request, script, hold=client.fileno() if request.get("hold") else None, early=rest)
+            run_child(request, script, hold=client.fileno() if request.get("hold") else None, early=rest, as_script=self.as_script)
         self.children[pid] = client
         self.send(client, {"pid": pid})
 
@@ -399,7 +420,7 @@ class Server:
 def main() -> None:
     address, parent = bytes.fromhex(sys.argv[1]), int(sys.argv[2])
     preload()
-    server = Server(address, parent)
+    server = Server(address, parent, as_script=AS_SCRIPT in sys.argv[3:])
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     server.serve()

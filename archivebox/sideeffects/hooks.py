@@ -170,12 +170,22 @@ def run_attempt(result: ArchiveResult) -> None:
     daemon = is_daemon(result.hook_name)
     job = Attempt(result.pk, attempt, snapshot, crawl, pwd, None if daemon else timeout, wanted,
                   background=is_background(result.hook_name), stop_grace=timeout)
-    # A Python hook the engine runs itself forks from the warm fork server; the rest are gated subprocesses.
-    forked = plan is None and hook.ext == "py" and settings.ENGINE.forkserver
-    spawner = forkclient.spawn_held if forked else runner.gated_spawner
+    spawner = spawner_for(hook, plan)
     # A plugin that asks for the shared browser holds one of its tabs while it runs.
     with browser_for(plugins.schema(result.plugin), env, crawl_dir(crawl.pk), pwd, result.background) as job.browser:
         launch_and_watch(job, cmd, env, machine, key, label, spawner)
+
+
+def spawner_for(hook: HookScript, plan: hookrun.Plan | None) -> runner.Spawner:
+    """A Python hook forks from a warm fork server: the engine's for one it runs itself, one
+    in the hook's own interpreter for one whose file asks for another Python. The rest, and
+    every hook with FORKSERVER off or of a plugin in FORKSERVER_EXCLUDE, are gated subprocesses."""
+    engine = settings.ENGINE
+    if hook.ext != "py" or not engine.forkserver or hook.plugin in engine.forkserver_exclude:
+        return runner.gated_spawner
+    if plan is None:
+        return forkclient.spawn_held
+    return forkclient.spawn_held_as_script if plan.python else runner.gated_spawner
 
 
 def launch_and_watch(job: Attempt, cmd: list[str], env: dict[str, str], machine: Machine, key: str, label: str,
