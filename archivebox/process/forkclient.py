@@ -289,18 +289,6 @@ def spawn_held(cmd: list, cwd: str, env: Mapping[str, str], stdout: Path, stderr
 
 # Third-party hooks: a fork server per interpreter ---------------------------------------
 
-# What abx-plugins' hooks share, imported once per server instead of once per hook run
-# (0.3-0.5 CPU-s each on this machine): their helpers (``abx_plugins.plugins.base.utils``),
-# pydantic, which those build a config model with (the parts it imports only when the first
-# model is built, too), rich-click for their command line, abxpkg for their binaries, and
-# the standard modules they use beyond the server's own. A module this interpreter cannot
-# import (another plugin collection than abx-plugins) is left out, saying so in the
-# server's log.
-THIRD_PARTY_PRELOAD = (
-    "abx_plugins.plugins.base.utils", "pydantic", "pydantic.main", "pydantic.fields",
-    "pydantic._internal._generate_schema", "pydantic.plugin._loader", "rich_click", "click", "abxpkg",
-    "importlib.metadata", "urllib.request", "http.client", "enum", "typing",
-)
 # What an interpreter reads from its environment when it starts: hooks whose values differ
 # (another PYTHONPATH: the packages their binaries brought) get a server of their own,
 # started with them, so each child has the sys.path a new interpreter would have.
@@ -317,7 +305,7 @@ def server_for(interpreter: str, env: Mapping[str, str]) -> ForkClient:
     with _SERVERS_LOCK:
         client = _SERVERS.get(key)
         if client is None:
-            client = _SERVERS[key] = ForkClient(interpreter, startup, THIRD_PARTY_PRELOAD)
+            client = _SERVERS[key] = ForkClient(interpreter, startup, forkserver.THIRD_PARTY_PRELOAD)
         return client
 
 

@@ -63,6 +63,20 @@ PRELOAD = (
     "datetime", "codecs", "runpy",
     "pkgutil",  # runpy.run_path imports it on every call: 3 ms per hook run if each child did
 )
+# What a server in a third-party hook's interpreter is asked to preload (the client passes it
+# in FORKSERVER_PRELOAD; it is kept here for tools that start a server without Django): what
+# abx-plugins' hooks share, imported once per server instead of once per hook run (0.3-0.5
+# CPU-s each on this machine): their helpers (``abx_plugins.plugins.base.utils``),
+# pydantic, which those build a config model with (the parts it imports only when the first
+# model is built, too), rich-click for their command line, abxpkg for their binaries, and
+# the standard modules they use beyond the server's own. A module this interpreter cannot
+# import (another plugin collection than abx-plugins) is left out, saying so in the
+# server's log.
+THIRD_PARTY_PRELOAD = (
+    "abx_plugins.plugins.base.utils", "pydantic", "pydantic.main", "pydantic.fields",
+    "pydantic._internal._generate_schema", "pydantic.plugin._loader", "rich_click", "click", "abxpkg",
+    "importlib.metadata", "urllib.request", "http.client", "enum", "typing",
+)
 # What else a server imports comes from the client that starts it, in FORKSERVER_PRELOAD
 # (the modules its kind of hooks share: see archivebox.process.forkclient), and from each
 # script's own FORKSERVER_PRELOAD (see ScriptCache).

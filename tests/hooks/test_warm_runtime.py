@@ -26,7 +26,7 @@ from archivebox.binaries.provision import Unavailable
 from archivebox.core.models import Machine, Process
 from archivebox.hooks.discovery import parse_hook_name
 from archivebox.hooks.pythons import environment_of, find_python
-from archivebox.process import forkclient, runner
+from archivebox.process import forkclient, forkserver, runner
 
 from .util import make_snapshot, run_attempt, started_result, tick_result, wait_until
 
@@ -77,7 +77,7 @@ def test_a_script_forked_in_its_own_interpreter_gets_what_python_script_py_gives
     fresh = subprocess.run([str(hook_python), str(script), "--url=x"], cwd=tmp_path, env=env, capture_output=True, text=True, start_new_session=True,
                            timeout=60)
     assert fresh.returncode == 0, fresh.stderr
-    client = forkclient.ForkClient(str(hook_python), {"PYTHONPATH": str(extra)}, forkclient.THIRD_PARTY_PRELOAD)
+    client = forkclient.ForkClient(str(hook_python), {"PYTHONPATH": str(extra)}, forkserver.THIRD_PARTY_PRELOAD)
     try:
         child = client.spawn_held([str(script), "--url=x"], str(tmp_path), env, tmp_path / "p.stdout.log", tmp_path / "p.stderr.log")
         child.release()
@@ -116,7 +116,7 @@ def test_forkserver_exclude_gives_a_plugins_hooks_a_new_interpreter_each_run(thi
 def test_a_third_party_fork_ended_by_sigterm_records_its_exit_status(third_party, tmp_path, hook_python):
     script = tmp_path / "sleeper.py"
     script.write_text("import sys, time\nprint('started', flush=True)\ntime.sleep(60)\n")
-    client = forkclient.ForkClient(str(hook_python), {}, forkclient.THIRD_PARTY_PRELOAD)
+    client = forkclient.ForkClient(str(hook_python), {}, forkserver.THIRD_PARTY_PRELOAD)
     try:
         child = client.spawn_held([str(script)], str(tmp_path), {"PATH": os.environ["PATH"]}, tmp_path / "s.stdout.log",
                                   tmp_path / "s.stderr.log")
