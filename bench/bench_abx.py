@@ -231,7 +231,8 @@ def main() -> None:
                     run, results = run_engine(engine, data, urls, args)
                     outcomes[engine] = results
                     figures[engine].append(run)
-                    print(f"  {engine}: exit {run.returncode}, wall {run.wall:.1f} s, cpu {run.cpu:.1f} s, "
+                    print(f"  {engine}: exit {run.returncode}, wall {run.wall:.1f} s, cpu {run.cpu:.1f} s "
+                          f"(the archivebox process itself {run.own_cpu:.1f} s), "
                           f"peak pss {run.peak_pss / 2**20:.0f} MB, peak rss {run.peak_rss / 2**20:.0f} MB, results {summary(results)}",
                           flush=True)
                 for engine in engines[:-1]:

@@ -73,9 +73,9 @@ PRELOAD = (
 # import (another plugin collection than abx-plugins) is left out, saying so in the
 # server's log.
 THIRD_PARTY_PRELOAD = (
-    "abx_plugins.plugins.base.utils", "pydantic", "pydantic.main", "pydantic.fields",
-    "pydantic._internal._generate_schema", "pydantic.plugin._loader", "rich_click", "click", "abxpkg",
-    "importlib.metadata", "urllib.request", "http.client", "enum", "typing",
+    "abx_plugins.plugins.base.utils", "abx_plugins.plugins.base.url_cleaning", "pydantic", "pydantic.main",
+    "pydantic.fields", "pydantic._internal._generate_schema", "pydantic.plugin._loader", "rich_click", "click", "abxpkg",
+    "importlib.metadata", "urllib.request", "http.client", "enum", "typing", "locale", "encodings.idna", "unicodedata",
 )
 # What else a server imports comes from the client that starts it, in FORKSERVER_PRELOAD
 # (the modules its kind of hooks share: see archivebox.process.forkclient), and from each

@@ -68,10 +68,10 @@ def installed_abx_plugins_dir() -> Path:
     return plugins
 
 
-# The release's plugins folder on PLUGIN_DIRS run warm (forks of a fork server in the hooks'
-# runtime); the same release installed in a Python 3.12 environment, each hook run in a new
-# interpreter (FORKSERVER=false) of that environment.
-@pytest.mark.parametrize("layout, forkserver", [("unpacked", "true"), ("installed", "false")])
+# The release installed in a Python 3.12 environment, its hooks run warm (forks of a fork
+# server in that environment's interpreter); its unpacked wheel's plugins folder on
+# PLUGIN_DIRS, each hook run in a new interpreter (FORKSERVER=false) of the hooks' runtime.
+@pytest.mark.parametrize("layout, forkserver", [("installed", "true"), ("unpacked", "false")])
 def test_abx_plugins_end_as_under_archivebox(tmp_path, request, layout, forkserver):
     plugins_dir = request.getfixturevalue("abx_plugins_dir" if layout == "unpacked" else "installed_abx_plugins_dir")
     reference = json.loads((HERE / "abx_reference.json").read_text())
