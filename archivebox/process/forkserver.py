@@ -34,6 +34,13 @@ rows, resolves the hook's config, writes its Process row):
     server -> {"pid": 1234, "exit_code": 0}
 
 Anything but ``g``, or a closed connection, ends a held child without running the script.
+
+The engine's own server (``python -I -m archivebox.process.forkserver``) runs the built-in
+hooks. A third-party Python hook whose file asks for another interpreter (abx-plugins':
+Python >= 3.12) runs as a fork of a server in that interpreter, started by path with
+``-P`` and :data:`AS_SCRIPT`: this module imports only the standard library, so it runs
+under any Python 3.11 or newer, and each of its children becomes what ``python script.py``
+would be (:func:`like_an_interpreter`).
 (Shell and Node hooks are not run this way: a fork of this interpreter that then execs
 another program took ~2.7 ms longer to run a trivial shell hook than a new process does.)
 """
