@@ -58,6 +58,7 @@ from archivebox.hooks.config import to_env, url_filter
 from archivebox.hooks import runtime
 from archivebox.hooks.discovery import HookScript, is_background, is_daemon
 from archivebox.hooks.output import HookReport, Outlink, read_report
+from archivebox.webarchive import filing
 from archivebox.process import forkclient, runner, sweep
 from archivebox.process.browser import Lease
 from archivebox.process.registry import current_worker
@@ -232,6 +233,8 @@ def record_outcome(job: Attempt, row: Process, exit_code: int | None, reason: st
         report = _read(row, job)
         apply_report(report, job.snapshot)
         outcome = report.to_json()
+        if job.snapshot is not None:
+            file_recordings(job.snapshot, job.pwd, outcome)
         if reason.startswith(runner.SHUTDOWN) or reason.startswith(GONE):
             outcome["interrupted"] = True  # not the hook's doing: run it again, uncounted
         elif reason == CLEANUP:
@@ -253,6 +256,17 @@ def record_outcome(job: Attempt, row: Process, exit_code: int | None, reason: st
 
     runner.persistently(record, row.label)
     return closed[-1]
+
+
+def file_recordings(snapshot: Snapshot, folder: Path, outcome: dict) -> None:
+    """File the WARC files the hook left (deduplicated, indexed: see
+    :mod:`archivebox.webarchive.filing`) before its outcome is recorded."""
+    filed = filing.file_folder(snapshot, folder)
+    if filed.files:
+        outcome["warc"] = {"files": filed.files, "records": filed.records, "revisits": filed.revisits,
+                           "bytes_deduplicated": filed.bytes_saved}
+    if filed.errors:
+        outcome.setdefault("notes", []).extend(f"WARC not filed: {error}" for error in filed.errors)
 
 
 # What a hook that cannot find a program it needs says (its shell, Python, or the hook itself).
