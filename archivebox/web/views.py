@@ -31,6 +31,7 @@ from django.views.decorators.http import require_GET
 from archivebox.core.models import ArchiveResult, Snapshot
 from archivebox.web import access, captures, files, links
 from archivebox.web.health import liveness
+from archivebox.webarchive import lookup
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +117,10 @@ def snapshot_detail(request, snapshot_id: uuid.UUID):
     results = list(snapshot.results.order_by("step", "hook_name"))
     found = captures.of_snapshot(settings.ARCHIVE_DIR, snapshot.pk, results)
     main = captures.main_capture(found)
+    target = lookup.replay_target(snapshot)  # the web archive's replay: the first capture card when there is one
     return render(request, "web/snapshot_detail.html", {
+        "replay": {"src": links.replay_src(snapshot.pk, target), "target": target, **lookup.snapshot_archive(snapshot)}
+        if target else None,
         "snapshot": snapshot,
         "staff": access.is_staff(request.user),
         "token": links.token_for(snapshot.pk),
@@ -126,6 +130,7 @@ def snapshot_detail(request, snapshot_id: uuid.UUID):
         "total_size": sum(entry.size for entry in entries),
         "captures": found,
         "main": main,
+        "replay_count": 1 if target else 0,
         "preview": None if main else _preview(entries),
     })
 

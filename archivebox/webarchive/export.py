@@ -23,6 +23,7 @@ from pathlib import Path
 from django.conf import settings
 
 from archivebox.core.models import Snapshot
+from archivebox.webarchive.lookup import main_record
 from archivebox.webarchive.models import WarcFile, WarcRecord
 from archivebox.webarchive.records import read_member
 
@@ -45,13 +46,6 @@ class Exported:
     records: int = 0
     originals_added: int = 0
     skipped: list[str] = field(default_factory=list)  # snapshots without a web archive
-
-
-def main_record(snapshot: Snapshot) -> WarcRecord | None:
-    """The record of the snapshot's own URL (its first hop), else its first HTML response."""
-    records = WarcRecord.objects.filter(snapshot=snapshot, record_type__in=("response", "revisit")).order_by("date", "pk")
-    return records.filter(url=snapshot.url).first() or records.filter(mime__in=("text/html", "application/xhtml+xml")).first() \
-        or records.first()
 
 
 def page_line(snapshot: Snapshot, record: WarcRecord) -> dict:
