@@ -29,6 +29,7 @@ from websockets.exceptions import WebSocketException
 
 from .env import env_bool, env_float, env_int, env_str
 from .files import write_atomic
+from .markup import with_base
 from . import warc
 from .output import log
 from .procs import kill_tree
@@ -381,9 +382,11 @@ class Tab:
         return await self.evaluate("document.title", PROBE_TIMEOUT * 2)
 
     async def content(self):
-        """The document as it is now (after scripts), serialised with its doctype."""
+        """The document as it is now (after scripts), serialised with its doctype, with a
+        ``<base>`` naming its URL (see :func:`markup.with_base`)."""
         root = (await self.send("DOM.getDocument", {"depth": 0}))["root"]
-        return (await self.send("DOM.getOuterHTML", {"nodeId": root["nodeId"]}))["outerHTML"]
+        html = (await self.send("DOM.getOuterHTML", {"nodeId": root["nodeId"]}))["outerHTML"]
+        return with_base(html, root.get("documentURL") or root.get("baseURL") or self.visit.info.get("final_url") or "")
 
     async def mhtml(self):
         return (await self.send("Page.captureSnapshot", {"format": "mhtml"}))["data"]

@@ -19,14 +19,10 @@ from __future__ import annotations
 import datetime as dt
 import email.utils
 import logging
-import os
-import tempfile
 import uuid
-from pathlib import Path
 
-from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
-from django.http import FileResponse, Http404, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
+from django.http import Http404, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.clickjacking import xframe_options_sameorigin
@@ -37,7 +33,7 @@ from archivebox.web import access, links
 from archivebox.web.links import replay_prefix, replay_src
 from archivebox.web.views import ACTIVE_TYPES, ARCHIVE_CSP, FRAME_CSP
 from archivebox.webarchive import lookup
-from archivebox.webarchive.export import ExportFailed, NothingToExport, export_wacz
+from archivebox.webarchive.export import ExportFailed, NothingToExport, wacz_download_response
 from archivebox.webarchive.replay import REPLAY, ReplayUnavailable
 
 logger = logging.getLogger(__name__)
@@ -212,27 +208,12 @@ def memento(request, timestamp: str, url: str):
 
 # WACZ download ------------------------------------------------------------------------
 
-def wacz_response(snapshot: Snapshot):
-    """A WACZ of one snapshot as a download (written to a temp file, unlinked once open)."""
-    scratch = Path(settings.DATA_DIR) / "tmp"
-    scratch.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=".export-", suffix=".wacz", dir=scratch)
-    os.close(fd)
-    path = Path(name)
-    try:
-        export_wacz([snapshot], path, title=snapshot.title or snapshot.url)
-        stream = open(path, "rb")  # noqa: SIM115 - FileResponse closes it
-    finally:
-        path.unlink(missing_ok=True)
-    return FileResponse(stream, as_attachment=True, filename=f"{snapshot.pk}.wacz", content_type="application/wacz")
-
-
 @access.snapshot_page
 @require_GET
 def wacz_download(request, snapshot_id: uuid.UUID):
     snapshot = get_object_or_404(Snapshot, pk=snapshot_id)
     try:
-        return wacz_response(snapshot)
+        return wacz_download_response(snapshot)
     except NothingToExport as err:
         raise Http404(str(err)) from None
     except ExportFailed as err:

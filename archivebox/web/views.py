@@ -20,7 +20,7 @@ from django.contrib.auth.views import redirect_to_login
 from django.core.paginator import Paginator
 from django.db import DatabaseError
 from django.db.models import Count, Q
-from django.http import FileResponse, Http404, JsonResponse
+from django.http import FileResponse, Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -29,7 +29,7 @@ from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET
 
 from archivebox.core.models import ArchiveResult, Snapshot
-from archivebox.web import access, captures, files, links
+from archivebox.web import access, captures, files, links, rebase
 from archivebox.web.health import liveness
 from archivebox.webarchive import lookup
 
@@ -193,6 +193,12 @@ def archived_file_signed(request, snapshot_id: uuid.UUID, token: str, path: str 
         response["Referrer-Policy"] = "no-referrer"
         return response
     response = FileResponse(stream, content_type=content_type)
+    if content_type.split(";")[0] in ("text/html", "application/xhtml+xml"):
+        snapshot = Snapshot.objects.get(pk=snapshot_id)
+        replaced = rebase.rebased(target, snapshot_id, token, lookup.replay_target(snapshot))
+        if replaced is not None:  # a saved page's relative URLs: into the web archive
+            stream.close()
+            response = HttpResponse(replaced, content_type=content_type)
     response["Content-Security-Policy"] = PDF_CSP if content_type == "application/pdf" else ARCHIVE_CSP
     response["X-Content-Type-Options"] = "nosniff"
     response["Referrer-Policy"] = "no-referrer"

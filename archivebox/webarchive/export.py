@@ -144,3 +144,20 @@ def write_originals(records: list[WarcRecord], folder: Path) -> Path:
         for row in records:
             out.write(read_member(Path(settings.DATA_DIR) / row.file.path, row.offset, row.length))
     return path
+
+
+def wacz_download_response(snapshot: Snapshot):
+    """A WACZ of one snapshot as a download (written to a temp file, unlinked once open)."""
+    from django.http import FileResponse
+
+    scratch = Path(settings.DATA_DIR) / "tmp"
+    scratch.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=".export-", suffix=".wacz", dir=scratch)
+    os.close(fd)
+    path = Path(name)
+    try:
+        export_wacz([snapshot], path, title=snapshot.title or snapshot.url)
+        stream = open(path, "rb")  # noqa: SIM115 - FileResponse closes it
+    finally:
+        path.unlink(missing_ok=True)
+    return FileResponse(stream, as_attachment=True, filename=f"{snapshot.pk}.wacz", content_type="application/wacz")
