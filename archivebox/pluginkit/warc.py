@@ -37,8 +37,10 @@ WARC_DIR = "warc"
 # smaller: a page's 10 MB resource would be lost).
 MAX_TOTAL_BUFFER = 512 * 1024 * 1024
 MAX_RESOURCE_BUFFER = 128 * 1024 * 1024
-# How long the end of a visit waits for the bodies still being read.
+# How long the end of a visit waits for the bodies still being read, and of that for the
+# responses still loading (a script's late fetch; a request a page holds open for ever).
 FLUSH_TIMEOUT = 10.0
+IN_FLIGHT_WAIT = 5.0
 RENAMED = {"content-encoding": "X-Archive-Orig-Content-Encoding", "transfer-encoding": "X-Archive-Orig-Transfer-Encoding"}
 SKIPPED_HEADERS = ("content-length",)
 
@@ -214,7 +216,15 @@ class Recorder:
     # End ------------------------------------------------------------------------------
 
     async def flush(self, timeout=FLUSH_TIMEOUT):
-        """Wait (at most ``timeout``) for the bodies still being read; what is still loading is left out."""
+        """Wait (at most ``timeout``) for the responses still loading (at most
+        IN_FLIGHT_WAIT of it: a page may hold a request open for ever) and the bodies still
+        being read; what is still loading then is left out."""
+        deadline = time.monotonic() + min(timeout, IN_FLIGHT_WAIT)
+        while self.exchanges and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        if self.exchanges:
+            log(f"WARC: {len(self.exchanges)} requests were still loading at the end and are left out: "
+                + ", ".join(exchange.url[:100] for exchange in list(self.exchanges.values())[:3]))
         if self.pending:
             done, left = await asyncio.wait(set(self.pending), timeout=timeout)
             for task in left:

@@ -2,7 +2,8 @@
 
 :func:`cdxj_lines` turns index rows into the CDXJ pywb reads (``urlkey timestamp {json}``,
 ``filename`` relative to the data dir; a revisit also names its original's file, offset
-and length, so pywb reads the payload from there at once). :class:`CdxServer` answers
+and length, and carries its type, as pywb's own revisit resolution does: pywb reads the
+payload from there at once). :class:`CdxServer` answers
 pywb's index source (see ``pywb_app.py``) on 127.0.0.1, in a thread of the web server's
 process but outside its request threads: a replay request holds one of those while pywb
 asks for the index, so asking through them could exhaust them. Only holders of the
@@ -39,8 +40,10 @@ def cdxj_line(row: WarcRecord) -> bytes:
     fields = {"url": row.url, "mime": row.mime or "unk", "status": str(row.status) if row.status else "-",
               "digest": row.digest or "-", "length": str(row.length), "offset": str(row.offset), "filename": row.file.path}
     if row.original is not None:
-        fields.update({"orig.filename": row.original.file.path, "orig.offset": str(row.original.offset),
-                       "orig.length": str(row.original.length)})
+        # As pywb's own revisit resolution writes it: the original's type, and where it is
+        # (pywb then reads the payload from there, without looking the original up).
+        fields.update({"mime": row.original.mime or "unk", "orig.filename": row.original.file.path,
+                       "orig.offset": str(row.original.offset), "orig.length": str(row.original.length)})
     return f"{row.urlkey} {row.timestamp} {json.dumps(fields)}".encode()
 
 

@@ -17,6 +17,11 @@ recorded (so a result is final only once its recording is filed), the hook runne
 4. releases the folder's earlier recordings (a re-run's recording replaces them; see
    :func:`archivebox.webarchive.release.release_files`).
 
+Two filings at once: each checks, in the transaction that indexes its file, that no
+payload it keeps was indexed meanwhile, and plans again if one was (on SQLite the
+transaction holds the write lock, so the payload is then stored once; on Postgres a
+narrow race may store it twice, never lose it).
+
 Idempotent: a file whose row exists with its size is filed; one whose rename was cut
 short is finished from its temp file. Payloads under DEDUP_MIN_BYTES are kept as they
 are (a revisit record is larger than they are).
@@ -41,6 +46,7 @@ logger = logging.getLogger(__name__)
 WARC_DIR = "warc"
 WARC_SUFFIX = ".warc.gz"
 DEDUP_MIN_BYTES = 256
+PLAN_TRIES = 3
 
 
 @dataclass
@@ -98,15 +104,25 @@ def file_one(snapshot: Snapshot, plugin: str, path: Path, done: Filed) -> WarcFi
             return existing
         raise BadWarc(f"{path.name} changed since it was filed ({path.stat().st_size} bytes, filed {existing.size})")
     entries = list(read_entries(path))
-    plan = plan_dedup(entries, rel)
-    rewrite = any(step.revisit for step in plan)
-    size = write_deduplicated(path, temp, plan) if rewrite else path.stat().st_size
-    try:
-        with transaction.atomic():
-            warc = index_file(snapshot, plugin, rel, size, plan)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
+    for attempt in range(1, PLAN_TRIES + 1):
+        plan = plan_dedup(entries, rel)
+        rewrite = any(step.revisit for step in plan)
+        size = write_deduplicated(path, temp, plan) if rewrite else path.stat().st_size
+        try:
+            with transaction.atomic():
+                # Another filing may have indexed one of these payloads since the plan was
+                # made: plan again (on SQLite the transaction holds the write lock, so this
+                # check and the inserts are one step for every filing).
+                if attempt < PLAN_TRIES and filed_meanwhile(plan, rel):
+                    raise Replan
+                warc = index_file(snapshot, plugin, rel, size, plan)
+        except Replan:
+            temp.unlink(missing_ok=True)
+            continue
+        except BaseException:
+            temp.unlink(missing_ok=True)
+            raise
+        break
     if rewrite:
         os.replace(temp, path)
     done.files.append(rel)
@@ -115,6 +131,17 @@ def file_one(snapshot: Snapshot, plugin: str, path: Path, done: Filed) -> WarcFi
     done.bytes_saved += sum(step.entry.payload_length for step in plan if step.revisit)
     logger.info("snapshot %s: filed %s (%d records, %d revisits)", snapshot.pk, rel, warc.records, warc.revisits)
     return warc
+
+
+class Replan(Exception):
+    """The index changed under a filing's plan."""
+
+
+def filed_meanwhile(plan: list["Step"], rel: str) -> bool:
+    """Is a payload this plan keeps as an original indexed elsewhere by now?"""
+    kept = {step.entry.digest for step in plan if not step.revisit and dedupable(step.entry)}
+    return bool(kept) and WarcRecord.objects.filter(digest__in=kept, record_type__in=("response", "resource")).exclude(
+        file__path=rel).exists()
 
 
 @dataclass
