@@ -63,8 +63,8 @@ def record_and_finish(info, status, output_str, exit_transient=False):
 
 
 def recording(args):
-    """Where and how to record the page load as WARC (WARC_ENABLED), else None."""
-    if not kit.env_bool("WARC_ENABLED", True):
+    """Where and how to record the page load as WARC (CHROME_SAVE_WARC), else None."""
+    if not kit.env_bool("CHROME_SAVE_WARC", True):
         return None
     import archivebox
     from archivebox.pluginkit import warc
