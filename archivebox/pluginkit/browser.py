@@ -251,8 +251,11 @@ class Tab:
         send = self.client.send
         # A context this run may pass on must outlive its connection; any other goes with
         # the connection, even if this hook is killed.
-        self.context_id = (await bounded(send.Target.createBrowserContext(
-            params={"disposeOnDetach": self.kept is None}), START_TIMEOUT))["browserContextId"]
+        params = {"disposeOnDetach": self.kept is None}
+        proxy = env_str("CHROME_PROXY_SERVER", "")
+        if proxy:  # this context's requests go through it (the browser's other contexts do not)
+            params.update(proxyServer=proxy, proxyBypassList="<-loopback>")
+        self.context_id = (await bounded(send.Target.createBrowserContext(params=params), START_TIMEOUT))["browserContextId"]
         if self.kept and not self.kept.write(self.context_id, None):  # named before its tab: a run killed
             self.kept = None                                           # now leaves the next run its context
         self.target_id = (await bounded(send.Target.createTarget(

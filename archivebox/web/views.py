@@ -32,6 +32,7 @@ from archivebox.core.models import ArchiveResult, Snapshot
 from archivebox.web import access, captures, files, links, rebase
 from archivebox.web.health import liveness
 from archivebox.webarchive import lookup
+from archivebox.webarchive.replay import REPLAY
 
 logger = logging.getLogger(__name__)
 
@@ -117,10 +118,12 @@ def snapshot_detail(request, snapshot_id: uuid.UUID):
     results = list(snapshot.results.order_by("step", "hook_name"))
     found = captures.of_snapshot(settings.ARCHIVE_DIR, snapshot.pk, results)
     main = captures.main_capture(found)
-    target = lookup.replay_target(snapshot)  # the web archive's replay: the first capture card when there is one
+    archive = lookup.snapshot_archive(snapshot)
+    # The web archive's replay is the first capture card, when this machine can replay it.
+    target = lookup.replay_target(snapshot) if archive["files"] and REPLAY.available() else None
     return render(request, "web/snapshot_detail.html", {
-        "replay": {"src": links.replay_src(snapshot.pk, target), "target": target, **lookup.snapshot_archive(snapshot)}
-        if target else None,
+        "archive": archive if archive["files"] else None,
+        "replay": {"src": links.replay_src(snapshot.pk, target), "target": target, **archive} if target else None,
         "snapshot": snapshot,
         "staff": access.is_staff(request.user),
         "token": links.token_for(snapshot.pk),
