@@ -1,28 +1,22 @@
-"""Fixtures of the web archive tests: the replay environment, provisioned once per machine."""
+"""Fixtures of the web archive tests."""
 
 from __future__ import annotations
 
-import dataclasses
+import os
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "web"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "browser"))
 
-from archivebox.core.models import Machine  # noqa: E402
-from archivebox.webarchive import replayenv  # noqa: E402
-
-# Not the session's LIB_DIR (removed after each session): pywb installs once per machine.
-REPLAY_LIB = Path(tempfile.gettempdir()) / "abx-test-replay-lib"
-
 
 @pytest.fixture(scope="session")
 def replay_python() -> str:
-    """The replay environment's python, provisioned by the engine's own code (pip install
-    pywb into a virtualenv, the first time on this machine)."""
-    config = dataclasses.replace(settings.ENGINE, lib_dir=REPLAY_LIB, replay_python="")
-    return str(replayenv.ensure(Machine.current(config.machine_id), config))
+    """The replay environment's python (provisioned by ``archivebox init`` at the session's
+    start: tests/conftest.py); a test that needs it fails here if it could not be."""
+    python = Path(os.environ["REPLAY_PYTHON"])
+    assert python.exists() and any(python.parent.parent.glob("lib/python3*/site-packages/pywb/static/wombat.js")), \
+        f"the replay environment was not provisioned at {python} (see the session's log)"
+    return str(python)
