@@ -282,6 +282,7 @@ class Tab:
             register.Network.responseReceivedExtraInfo(self._for_tab(self.recorder.response_extra))
             register.Network.loadingFinished(self._for_tab(self.recorder.loading_finished))
             register.Network.loadingFailed(self._for_tab(self.recorder.loading_failed))
+            register.Network.dataReceived(self._for_tab(self.recorder.data_received))
         register.Inspector.targetCrashed(self._for_tab(lambda event: self._gone("its renderer crashed")))
         register.Inspector.detached(self._for_tab(lambda event: self._gone(event.get("reason") or "detached")))
 
@@ -597,7 +598,7 @@ async def load_and_capture(client, url, wanted, options, deadline, kept=None, re
                  and not any("error" in item for item in visit.info["captures"].values())
                  and all(popup["blocked"] for popup in visit.info["popups"]))
         if recorder is not None:
-            await recorder.flush(max(1.0, min(warc.FLUSH_TIMEOUT, deadline - time.monotonic() - 1)))
+            await recorder.flush(max(1.0, deadline - time.monotonic() - 1))
             path = recorder.close()
             recorder = None
             visit.info["warc"] = {"file": os.path.relpath(path), **tab.recorder.counts} if path else {"error": "nothing recorded"}

@@ -37,10 +37,11 @@ WARC_DIR = "warc"
 # smaller: a page's 10 MB resource would be lost).
 MAX_TOTAL_BUFFER = 512 * 1024 * 1024
 MAX_RESOURCE_BUFFER = 128 * 1024 * 1024
-# How long the end of a visit waits for the bodies still being read, and of that for the
-# responses still loading (a script's late fetch; a request a page holds open for ever).
+# How long the end of a visit waits at most for the responses still loading (a script's
+# late fetch, a large download) and the bodies still being read; a request that received
+# nothing for IDLE_AFTER seconds is not waited for (a page may hold one open for ever).
 FLUSH_TIMEOUT = 10.0
-IN_FLIGHT_WAIT = 5.0
+IDLE_AFTER = 2.0
 RENAMED = {"content-encoding": "X-Archive-Orig-Content-Encoding", "transfer-encoding": "X-Archive-Orig-Transfer-Encoding"}
 SKIPPED_HEADERS = ("content-length",)
 
@@ -100,6 +101,7 @@ class Recorder:
         self.extra_sent = {}  # request id -> [headers as sent], in order (one per hop)
         self.extra_received = {}  # request id -> [headers as received], in order
         self.pending = set()
+        self.activity = {}  # request id -> when it last made progress (time.monotonic())
         self.send = None  # set by the tab: its send(method, params)
         self.counts = {"responses": 0, "bytes": 0, "no_body": 0}
 
@@ -118,11 +120,13 @@ class Recorder:
             self._write(hop, b"")
         if request.get("url", "").startswith(("http://", "https://")):
             self.exchanges[request_id] = Exchange(request, event.get("wallTime"))
+            self.activity[request_id] = time.monotonic()
 
     def request_extra(self, event):
         self.extra_sent.setdefault(event.get("requestId"), []).append(event.get("headers") or {})
 
     def response_received(self, event):
+        self.activity[event.get("requestId")] = time.monotonic()
         exchange = self.exchanges.get(event.get("requestId"))
         if exchange is not None:
             exchange.response = event.get("response")
@@ -133,6 +137,7 @@ class Recorder:
     def loading_finished(self, event):
         request_id = event.get("requestId")
         exchange = self.exchanges.pop(request_id, None)
+        self.activity.pop(request_id, None)
         if exchange is None or exchange.response is None or self.send is None:
             return
         self._attach_extra(request_id, exchange)
@@ -143,6 +148,7 @@ class Recorder:
     def loading_failed(self, event):
         request_id = event.get("requestId")
         self.exchanges.pop(request_id, None)
+        self.activity.pop(request_id, None)
         self.extra_sent.pop(request_id, None)
         self.extra_received.pop(request_id, None)
 
@@ -215,18 +221,27 @@ class Recorder:
 
     # End ------------------------------------------------------------------------------
 
+    def data_received(self, event):
+        self.activity[event.get("requestId")] = time.monotonic()
+
+    def loading(self):
+        """The requests still loading that made progress within IDLE_AFTER (a request a page
+        holds open for ever, waiting for news, does not count)."""
+        now = time.monotonic()
+        return [request_id for request_id in self.exchanges if now - self.activity.get(request_id, 0) < IDLE_AFTER]
+
     async def flush(self, timeout=FLUSH_TIMEOUT):
-        """Wait (at most ``timeout``) for the responses still loading (at most
-        IN_FLIGHT_WAIT of it: a page may hold a request open for ever) and the bodies still
-        being read; what is still loading then is left out."""
-        deadline = time.monotonic() + min(timeout, IN_FLIGHT_WAIT)
-        while self.exchanges and time.monotonic() < deadline:
+        """Wait (at most ``timeout``) for the responses still loading (while they make
+        progress: a large download takes as long as it takes) and the bodies still being
+        read; what is still loading then is left out."""
+        deadline = time.monotonic() + timeout
+        while self.loading() and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
         if self.exchanges:
             log(f"WARC: {len(self.exchanges)} requests were still loading at the end and are left out: "
                 + ", ".join(exchange.url[:100] for exchange in list(self.exchanges.values())[:3]))
         if self.pending:
-            done, left = await asyncio.wait(set(self.pending), timeout=timeout)
+            done, left = await asyncio.wait(set(self.pending), timeout=max(1.0, deadline - time.monotonic()))
             for task in left:
                 task.cancel()
             if left:

@@ -68,8 +68,10 @@ def read_entries(path: Path) -> Iterator[Entry]:
     """Every record of a WARC file (gzipped per record or not), payloads read but not kept."""
     try:
         with open(path, "rb") as stream:
-            records = ArchiveIterator(stream, no_record_parse=False, arc2warc=True)
+            records = ArchiveIterator(stream, no_record_parse=False)
             for record in records:
+                if record.format != "warc":  # warcio reads anything it can as ARC: not what a recorder wrote
+                    raise BadWarc(f"{path.name}: not a WARC file (a {record.format} record at {records.offset})")
                 payload = 0
                 while chunk := record.raw_stream.read(CHUNK):
                     payload += len(chunk)

@@ -24,7 +24,7 @@ from archivesite import BIG_BYTES, H1_COLOR, SCRIPT_TEXT, write_site
 from browsersite import CHROME
 from helpers import VENV_BIN
 from localsite import SiteServer, self_signed_cert
-from webtools import Client, Server, web_collection
+from webtools import PASSWORD, Client, Server, web_collection
 
 pytestmark = pytest.mark.skipif(CHROME is None, reason="needs Chromium (Debian package chromium; .ci/run installs it)")
 
@@ -255,11 +255,30 @@ def test_snapshot_page_offers_replay_first_and_a_wacz(archive, server, tmp_path)
     path = tmp_path / "download.wacz"
     path.write_bytes(download.body)
     assert wacz_validate(path).returncode == 0
+    # The REST API gives the same download to callers who may view snapshots, and only to them.
+    archive.collection.cli("manage", "shell", "-c", (
+        "from django.contrib.auth.models import User; "
+        "User.objects.create_user('nobody', password='nobody-password-1', is_staff=True)"))
+    for user, password, status in (("admin", PASSWORD, 200), ("nobody", "nobody-password-1", 403)):
+        token = api_token(server, user, password)
+        request = urllib.request.Request(f"{server.url}/api/v1/core/snapshot/{snapshot}/wacz", headers={"X-ArchiveBox-API-Key": token})
+        got = client._send(request)
+        assert got.status == status, (user, got.status, got.body[:300])
+    path.write_bytes(client._send(urllib.request.Request(f"{server.url}/api/v1/core/snapshot/{snapshot}/wacz", headers={
+        "X-ArchiveBox-API-Key": api_token(server, "admin", PASSWORD)})).body)
+    assert wacz_validate(path).returncode == 0
     # The DOM capture resolves its relative URLs: to the page's URL in the file, into the replay when served.
     dom = (archive.collection.root / "archive" / snapshot / "dom" / "output.html").read_text()
     assert f'<base href="{archive.http.base_url}/fetch.html" data-archivebox-base>' in dom
     served = client.follow(f"/archive/{snapshot}/dom/output.html")
     assert f"/snapshot/{snapshot}/replay/" in served.text and "data-archivebox-base" in served.text
+
+
+def api_token(server, username: str, password: str) -> str:
+    request = urllib.request.Request(f"{server.url}/api/v1/auth/get_api_token", method="POST", data=json.dumps(
+        {"username": username, "password": password}).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return json.loads(answer.read())["token"]
 
 
 def test_memento_timemap_and_timegate(archive, server):
