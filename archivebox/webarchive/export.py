@@ -74,7 +74,7 @@ def export_wacz(snapshots, output: Path, title: str = "", description: str = "")
     data_dir = Path(settings.DATA_DIR)
     with tempfile.TemporaryDirectory(prefix=".wacz-", dir=output.parent) as scratch:
         scratch_dir = Path(scratch)
-        inputs = [str(data_dir / warc.path) for warc in files]
+        inputs = unique_names([data_dir / warc.path for warc in files], scratch_dir)
         originals = outside_originals([warc.pk for warc in files])
         if originals:
             inputs.append(str(write_originals(originals, scratch_dir)))
@@ -95,6 +95,22 @@ def export_wacz(snapshots, output: Path, title: str = "", description: str = "")
     done.originals_added = len(originals)
     logger.info("exported %d page(s), %d WARC file(s) to %s", done.pages, done.files, output)
     return done
+
+
+def unique_names(paths: list[Path], scratch: Path) -> list[str]:
+    """The files as py-wacz should read them: a WACZ holds its WARC files by name, so a
+    name used twice (wget names its WARC files by time) is given as a link of another name."""
+    seen: set[str] = set()
+    inputs = []
+    for number, path in enumerate(paths):
+        name = path.name
+        if name in seen:
+            link = scratch / f"{number}-{name}"
+            link.symlink_to(path)
+            path, name = link, link.name
+        seen.add(name)
+        inputs.append(str(path))
+    return inputs
 
 
 def run_wacz(wacz_main, args: list[str]) -> None:
