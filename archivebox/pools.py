@@ -76,7 +76,7 @@ class EmbeddedWorkers:
         self._started = True
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, self._on_signal)
-        self.tend()
+        self.housekeeping()
 
     def _on_signal(self, signum, frame) -> None:
         self._signals += 1
@@ -86,7 +86,7 @@ class EmbeddedWorkers:
             logger.warning("second signal: stopping at once")
             raise KeyboardInterrupt
 
-    def tend(self) -> None:
+    def housekeeping(self) -> None:
         """Heartbeats, sweeps and worker health: call this every fraction of a second."""
         for consumer in self.consumers:
             for listener in consumer.listeners:
@@ -98,7 +98,7 @@ class EmbeddedWorkers:
         while not done():
             if self.stop_requested.wait(poll):
                 return False
-            self.tend()
+            self.housekeeping()
             on_progress()
             if time.monotonic() >= next_health:
                 next_health = time.monotonic() + 10

@@ -19,7 +19,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from archivebox.binaries.models import Binary
+from archivebox.binaries.models import Binary, BinaryGraph
 from archivebox.binaries.provision import Installed, Unavailable, base_env, provide, row_for, run_installer
 from archivebox.config import EngineConfig
 from archivebox.core.models import Machine
@@ -58,7 +58,7 @@ def installed(machine: Machine, config: EngineConfig) -> Path | None:
     if own is not None:
         return own if has_pywb(own) else None
     venv = venv_dir(config)
-    row = Binary.objects.filter(machine=machine, name=NAME, status="installed").order_by("-modified_at").first()
+    row = Binary.objects.filter(machine=machine, name=NAME, status=BinaryGraph.installed).order_by("-modified_at").first()
     python = venv / "bin" / "python"
     if row is not None and Path(row.abspath) == python and python.exists() and _read(venv / MARKER) == "\n".join(PACKAGES):
         return python
