@@ -20,8 +20,12 @@ peak PSS (MB, summed over archivebox's process tree, plus warcprox's), WARC byte
 and records (responses + revisits) in them; then each design's ratio to ``main`` (or to
 ``off`` without a baseline), medians over the rounds.
 
+First (unless ``--dedup-pages 0``) deduplication: 10 pages sharing one 196 KB image,
+archived twice by this checkout: the archive's size after each crawl, and how often the
+image is stored.
+
 Usage: .venv/bin/python bench/bench_warc.py [--pages 50] [--rounds 2] [--baseline-venv /tmp/base/.venv]
-           [--warcprox-venv /tmp/warcproxenv] [--designs main,off,cdp,proxy]
+           [--warcprox-venv /tmp/warcproxenv] [--designs main,off,cdp,proxy] [--dedup-pages 10]
 Prints figures; it asserts nothing.
 """
 
@@ -163,6 +167,45 @@ def show(run: dict) -> None:
           f"WARC {run['warc_mb']:6.1f} MB in {run['records']} records", flush=True)
 
 
+def dedup_run(scratch: Scratch, pages: int) -> None:
+    """``pages`` pages sharing one 196 KB image, archived twice (two crawls of the same,
+    unchanged pages): what each crawl adds to the archive."""
+    sys.path.insert(0, str(HERE.parent.parent / "tests" / "webarchive"))
+    from archivesite import noise_png
+
+    tmp = scratch.new("dedup")
+    site_root, data_dir = tmp / "site", tmp / "data"
+    site_root.mkdir()
+    data_dir.mkdir()
+    image = noise_png(256, 255, 1)
+    (site_root / "shared.png").write_bytes(image)
+    for n in range(1, pages + 1):
+        (site_root / f"p{n}.html").write_text(f"<!doctype html><title>Page {n}</title><h1>Page {n}</h1>"
+                                              f"<p>{'text of the page ' * 40}</p><img src=shared.png>")
+    env = {**os.environ, "DATA_DIR": str(data_dir), "PLUGINS": PLUGINS, "CHROME_SAVE_WARC": "true"}
+    env.pop("PYTHONPATH", None)
+    with SiteServer(str(site_root)) as server:
+        (data_dir / "urls.txt").write_text("\n".join(f"{server.base_url}/p{n}.html" for n in range(1, pages + 1)) + "\n")
+        subprocess.run([str(VENV_BIN / "archivebox"), "init", "-q"], env=env, check=True, capture_output=True)
+        sizes = []
+        for _ in range(2):
+            subprocess.run([str(VENV_BIN / "archivebox"), "add", "--file", str(data_dir / "urls.txt")], env=env, check=True,
+                           capture_output=True)
+            sizes.append(warc_figures(data_dir / "archive"))
+    import sqlite3
+
+    db = sqlite3.connect(data_dir / "index.sqlite3")
+    stored = db.execute("SELECT COUNT(*) FROM webarchive_warcrecord WHERE record_type = 'response' AND payload_length = ?",
+                        (len(image),)).fetchone()[0]
+    db.close()
+    (first, first_records), (both, both_records) = sizes
+    print(f"{pages} pages sharing one {len(image) / 1024:.0f} KB image, archived twice:")
+    print(f"  first crawl: WARC {first / 1024:.0f} KB in {first_records} records; the image stored {stored} time(s) "
+          f"in the whole archive (without deduplication: {2 * pages} times, {2 * pages * len(image) / 1024:.0f} KB)")
+    print(f"  second crawl of the unchanged pages adds {(both - first) / 1024:.0f} KB in {both_records - first_records} records "
+          f"({(both - first) / (both_records - first_records):.0f} bytes a record)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pages", type=int, default=50)
@@ -170,6 +213,7 @@ def main() -> None:
     parser.add_argument("--baseline-venv", type=Path, help="virtualenv with the commit before installed (design main)")
     parser.add_argument("--warcprox-venv", type=Path, help="virtualenv with warcprox installed (design proxy)")
     parser.add_argument("--designs", default="main,off,cdp,proxy")
+    parser.add_argument("--dedup-pages", type=int, default=10, help="pages of the deduplication run (0 to skip)")
     add_dir_option(parser)
     args = parser.parse_args()
     designs = [d for d in args.designs.split(",") if d]
@@ -180,6 +224,8 @@ def main() -> None:
     print(f"{args.pages} local pages (half script-rendered), {PLUGINS}; designs {', '.join(designs)}, {args.rounds} round(s):")
     runs: dict[str, list[dict]] = {d: [] for d in designs}
     with Scratch(args.dir, prefix="abx-warc-bench-") as scratch:
+        if args.dedup_pages:
+            dedup_run(scratch, args.dedup_pages)
         for round_no in range(args.rounds):
             order = designs if round_no % 2 == 0 else list(reversed(designs))
             for design in order:

@@ -7,6 +7,7 @@
   into ``#big``; an image that does not exist (``missing.png``: a 404).
 - ``/page-1.html`` .. ``/page-N.html``: text, the stylesheet and the shared image.
 - redirects: ``/redirect?to=/redirect%3Fto%3D/page-1.html`` is a chain of two 302s.
+- ``/lazy.html``: a tall page whose image (``lazy.png``, ``loading=lazy``) loads only once scrolled to.
 """
 
 from __future__ import annotations
@@ -79,6 +80,10 @@ def write_site(root: Path, pages: int = 3) -> ArchiveSite:
         "<h1>Fetched</h1><div id=out>waiting</div><div id=big>no bytes yet</div>"
         "<img id=shared src=shared.png><img id=broken src=missing.png>"
         "<script src=app.js></script></body></html>")
+    (root / "lazy.png").write_bytes(noise_png(30, 30, 4))
+    (root / "lazy.html").write_text(
+        "<!doctype html><html><head><title>Lazy page</title></head><body><h1>Lazy page</h1>"
+        "<div style='height: 9000px'>a tall page</div><img id=lazy loading=lazy src=lazy.png></body></html>")
     paths = []
     for n in range(1, pages + 1):
         (root / f"page-{n}.html").write_text(

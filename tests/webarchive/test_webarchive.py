@@ -76,7 +76,8 @@ def archive(tmp_path_factory, replay_python):
                                 extra_env={"CHECK_SSL_VALIDITY": "false", "REPLAY_PYTHON": replay_python, "TIMEOUT": "90"})
     found = Archive(collection, site, http, https)
     urls = [http.base_url + "/fetch.html", *(http.base_url + p for p in site.pages),
-            http.base_url + "/redirect?to=/redirect%3Fto%3D/page-1.html", https.base_url + "/fetch.html"]
+            http.base_url + "/redirect?to=/redirect%3Fto%3D/page-1.html", https.base_url + "/fetch.html",
+            http.base_url + "/lazy.html"]
     for _ in range(2):  # the second crawl finds every payload in the archive already
         collection.cli("add", *urls, timeout=600)
         found.crawls.append(collection.scalar("SELECT id FROM core_crawl ORDER BY created_at DESC LIMIT 1"))
@@ -118,6 +119,12 @@ def test_every_resource_of_the_page_load_is_recorded(archive):
     checked = subprocess.run([str(VENV_BIN / "warcio"), "check", *map(str, archive.warc_files(snapshot))],
                              capture_output=True, text=True)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_lazy_content_reached_by_scrolling_is_recorded(archive):
+    base = archive.http.base_url
+    records = archive.records(archive.snapshots(archive.crawls[0])[base + "/lazy.html"])
+    assert of_url(records, base + "/lazy.png") and of_url(records, base + "/lazy.png")[0]["status"] == "200"
 
 
 def test_a_redirect_chain_and_https_are_recorded(archive):
