@@ -70,7 +70,11 @@ class Warcprox:
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
         self.log = open(folder.parent / "warcprox.log", "wb")
-        self.proc = subprocess.Popen([str(venv / "bin" / "warcprox"), "-b", "127.0.0.1", "-p", str(self.port),
+        # warcprox refuses loopback origins unless its handler's allow_localhost is set (no
+        # option says so): the bench's site is on 127.0.0.1.
+        launcher = ("import sys, warcprox.warcproxy, warcprox.main; warcprox.warcproxy.WarcProxyHandler.allow_localhost = True; "
+                    "sys.exit(warcprox.main.main(['warcprox', *sys.argv[1:]]))")
+        self.proc = subprocess.Popen([str(venv / "bin" / "python"), "-c", launcher, "-b", "127.0.0.1", "-p", str(self.port),
                                       "-d", str(folder), "-z", "--dedup-db-file", str(folder.parent / "dedup.db"),
                                       "--certs-dir", str(folder.parent / "certs"), "-c", str(folder.parent / "ca.pem")],
                                      stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
