@@ -76,8 +76,9 @@ class Warcprox:
                     "sys.exit(warcprox.main.main(['warcprox', *sys.argv[1:]]))")
         self.proc = subprocess.Popen([str(venv / "bin" / "python"), "-c", launcher, "-b", "127.0.0.1", "-p", str(self.port),
                                       "-d", str(folder), "-z", "--dedup-db-file", str(folder.parent / "dedup.db"),
-                                      "--certs-dir", str(folder.parent / "certs"), "-c", str(folder.parent / "ca.pem")],
-                                     stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+                                      "--certs-dir", str(folder.parent / "certs"), "-c", str(folder.parent / "ca.pem"),
+                                      "--stats-db-file", str(folder.parent / "stats.db")],
+                                     cwd=folder.parent, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             with socket.socket() as probe:
