@@ -7,7 +7,8 @@ machine (:mod:`archivebox.webarchive.replayenv`), as a process the web server su
 serves with), never the engine.
 
 What it serves, on 127.0.0.1 only, to the web server alone (each request must carry the
-token the engine generated, in ``X-ArchiveBox-Replay-Token``; anything else gets 403):
+token the engine generated, in ``X-ArchiveBox-Replay-Token``; anything else gets 403; the
+record server pywb runs inside for itself answers only this user's connections):
 pywb's replay of the one collection ``all``, with server-side rewriting and wombat.js
 client-side rewriting, Memento headers, and its static files. Its index is the engine's
 database, asked through the engine's CDX endpoint (``--cdx-url``, see
@@ -100,6 +101,37 @@ def guarded(app, token):
     return wsgi
 
 
+def peer_uid(client_port, server_port):
+    """The user owning the loopback TCP connection from ``client_port`` to ``server_port``
+    (the kernel's socket tables), or None if there is none."""
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as rows:
+                next(rows)
+                for row in rows:
+                    fields = row.split()
+                    local, remote = fields[1].rsplit(":", 1)[1], fields[2].rsplit(":", 1)[1]
+                    if int(local, 16) == client_port and int(remote, 16) == server_port:
+                        return int(fields[7])
+        except OSError:
+            continue
+    return None
+
+
+def this_user_only(app, server_port):
+    """pywb's internal record server (it starts one on a loopback port of its own, asked by
+    its replay over HTTP) answers only connections of this process's user: another local
+    user of the machine cannot read the collection's records through it."""
+    uid = os.getuid()
+
+    def wsgi(environ, start_response):
+        if peer_uid(int(environ.get("REMOTE_PORT") or 0), server_port) != uid:
+            start_response("403 Forbidden", [("Content-Type", "text/plain")])
+            return [b"forbidden\n"]
+        return app(environ, start_response)
+    return wsgi
+
+
 def build_app(data_dir, cdx_url, token):
     register_source(EngineIndexSource)
     config = {
@@ -116,7 +148,10 @@ def build_app(data_dir, cdx_url, token):
     with open(config_file, "w") as f:
         f.write("{}\n")
     os.chdir(folder)
-    return FrontEndApp(config_file=config_file, custom_config=config)
+    app = FrontEndApp(config_file=config_file, custom_config=config)
+    internal = app.warcserver_server
+    internal.server.application = this_user_only(internal.server.application, internal.port)
+    return app
 
 
 def exit_with_parent(fd):

@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import shutil
 import subprocess
+import sys
 import urllib.request
 import zipfile
 from pathlib import Path
 
+import psutil
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
@@ -249,6 +253,34 @@ def test_replay_in_a_browser_uses_only_the_archive(archive, server):
         assert seen["shared"] == 256 and seen["made"] == 20 and seen["h1"] == H1_COLOR, seen
         elsewhere = [url for url in seen["requested"] if not url.startswith(server.url)]
         assert not elsewhere, elsewhere
+
+
+FETCH_AS = """import sys, urllib.request, urllib.error
+try:
+    print(urllib.request.urlopen(sys.argv[1], timeout=10).status)
+except urllib.error.HTTPError as err:
+    print(err.code)
+"""
+
+
+def test_no_other_local_user_reads_records_through_the_replay_servers(archive, server):
+    """pywb listens on two loopback ports: its replay (which wants the web server's token) and
+    the record server it runs inside for itself (which takes no token): another local user
+    (``nobody``) gets 403 from both, while pywb's own requests to its record server go on."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.fail("needs root and setpriv to act as a second local user")
+    replay_in_chromium(server, archive, archive.snapshots(archive.crawls[0])[archive.http.base_url + "/fetch.html"])
+    [pid] = [row["pid"] for row in archive.collection.query("SELECT pid FROM core_process WHERE kind='replay' AND status='running'")]
+    ports = sorted({c.laddr.port for c in psutil.Process(pid).net_connections("tcp") if c.status == psutil.CONN_LISTEN})
+    assert len(ports) == 2, ports
+    cdx = "/all/cdx?url=" + urllib.request.quote(archive.http.base_url + "/fetch.html")
+    for port in ports:
+        as_nobody = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", FETCH_AS,
+                                    f"http://127.0.0.1:{port}{cdx}"], capture_output=True, text=True, timeout=30)
+        assert as_nobody.stdout.strip() == "403", (port, as_nobody.stdout, as_nobody.stderr)
+    as_this_user = [subprocess.run([sys.executable, "-c", FETCH_AS, f"http://127.0.0.1:{port}{cdx}"], capture_output=True, text=True,
+                                   timeout=30).stdout.strip() for port in ports]
+    assert sorted(as_this_user) == ["200", "403"], as_this_user  # the record server answers this user; the replay wants its token
 
 
 def test_snapshot_page_offers_replay_first_and_a_wacz(archive, server, tmp_path):
