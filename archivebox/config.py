@@ -124,7 +124,7 @@ ENGINE_NUMBERS: dict[str, tuple[str, type, float]] = {
 }
 
 # Every key EngineConfig reads (from the environment or ArchiveBox.conf).
-ENGINE_KEYS = (*ENGINE_NUMBERS, "ACTOR_CONCURRENCY", "MACHINE_ID", "FORKSERVER", "LIB_DIR", "ABXPKG_LIB_DIR", "HOOK_PYTHON",
+ENGINE_KEYS = (*ENGINE_NUMBERS, "ACTOR_CONCURRENCY", "MACHINE_ID", "FORKSERVER", "LIB_DIR", "ABXPKG_LIB_DIR", "HOOK_PYTHON", "REPLAY_PYTHON",
                "ABX_PLUGINS", "FORKSERVER_PRELOAD", "FORKSERVER_EXCLUDE", "LIFECYCLE_PLUGINS")
 
 
@@ -178,6 +178,9 @@ class EngineConfig:
     # The interpreter third-party Python hooks run under (a path or a command); empty: the
     # newest on PATH or in pyenv that satisfies the hook's requires-python.
     hook_python: str = ""
+    # The interpreter of the replay server (one with pywb 2.10 installed); empty: the replay
+    # environment the engine provisions under the lib dir (archivebox.webarchive.replayenv).
+    replay_python: str = ""
     # Install abx-plugins for the hooks' interpreter and add its plugins folder to the plugin dirs.
     abx_plugins: bool = False
     # Longest one binary install may take; a binary that failed is not tried again for this long.
@@ -228,6 +231,7 @@ class EngineConfig:
         if lib_dir:
             kwargs["lib_dir"] = Path(lib_dir).expanduser().resolve()
         kwargs["hook_python"] = values.get("HOOK_PYTHON", "").strip()
+        kwargs["replay_python"] = values.get("REPLAY_PYTHON", "").strip()
         if values.get("ABX_PLUGINS", "").strip():
             kwargs["abx_plugins"] = parse_bool("ABX_PLUGINS", values["ABX_PLUGINS"])
         kwargs["chrome_binary"] = values.get("CHROME_BINARY", "").strip()

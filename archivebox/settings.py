@@ -184,6 +184,7 @@ INSTALLED_APPS = [
     "archivebox.core",
     "archivebox.personas",
     "archivebox.binaries",
+    "archivebox.webarchive",
     "archivebox.web",
     "archivebox.api",
     "archivebox.apps.EngineConfig",

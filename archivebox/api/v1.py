@@ -35,6 +35,7 @@ from archivebox.personas import store as persona_store
 from archivebox.personas.models import Persona
 from archivebox.plugins.search import fts
 from archivebox.tasks import schedules
+from archivebox.webarchive.export import ExportFailed, NothingToExport, wacz_download_response
 from archivebox.tasks.adding import AddError, AddOptions, add, read_seeds
 from archivebox.tasks.actions import (archive_indexed, cancel_crawl, cancel_snapshot, remove_snapshots, retry_failed,
                                        running)
@@ -446,6 +447,19 @@ def get_snapshot(request: HttpRequest, snapshot_id: uuid.UUID, with_archiveresul
     require(request, "core.view_snapshot")
     request.with_archiveresults = with_archiveresults
     return get_object_or_404(Snapshot.objects.prefetch_related("tags"), pk=snapshot_id)
+
+
+@core_router.get("/snapshot/{snapshot_id}/wacz",
+                 summary="The snapshot's web archive as a WACZ file (its WARC records, pages.jsonl, CDXJ index)")
+def get_snapshot_wacz(request: HttpRequest, snapshot_id: uuid.UUID):
+    require(request, "core.view_snapshot")
+    snapshot = get_object_or_404(Snapshot, pk=snapshot_id)
+    try:
+        return wacz_download_response(snapshot)
+    except NothingToExport as err:
+        raise HttpError(404, str(err)) from None
+    except ExportFailed as err:
+        raise HttpError(500, str(err)) from None
 
 
 class SnapshotUpdateSchema(Schema):

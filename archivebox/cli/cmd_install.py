@@ -22,6 +22,7 @@ from archivebox.core.models import Machine
 from archivebox.hooks import runtime
 from archivebox.hooks.catalog import catalog, layers
 from archivebox.hooks.config import to_env
+from archivebox.webarchive import replayenv
 
 MODELS = ("CrawlSetup", "Crawl", "Snapshot")
 
@@ -91,6 +92,12 @@ def run(args) -> int:
             except Unavailable as err:
                 failures.append(str(err))
                 rows.extend(Binary.objects.filter(machine=machine, name=request.name, request_key=request.key))
+    if not args.names or {"pywb", "replay"} & {name.lower() for name in args.names}:
+        try:  # the replay environment (pywb), which the web archive's replay runs in
+            replayenv.ensure(machine, settings.ENGINE, force=args.force)
+        except Unavailable as err:
+            failures.append(str(err))
+        rows.extend(Binary.objects.filter(machine=machine, name=replayenv.NAME).order_by("-modified_at")[:1])
     if args.json:
         print(json.dumps({"binaries": [listing.as_json(row) for row in rows], "failed": failures}, indent=2))
     else:

@@ -22,7 +22,7 @@ Any hook can use it, the built-in plugins and the ones in ``<data>/plugins`` ali
 - ``net``: :func:`fetch` (urllib: redirects, one deadline, a size cap, TLS check
   option), :class:`FetchError`, :func:`is_transient_status`
 - ``markup``: :func:`decode_bytes` (charset), :func:`scan_html` (html.parser),
-  :func:`normalize_outlink`
+  :func:`normalize_outlink`, :func:`with_base` (a saved page's ``<base>``)
 - ``procs``: :func:`run_cmd` (own session, tree killed on timeout and SIGTERM),
   :func:`install_sigterm_handler`, :func:`which`
 - ``chrome``: the browser captures the ``chrome`` plugin made, as the capture plugins
@@ -45,7 +45,7 @@ from .files import (
     HTML_TYPES, Document, find_document, find_main_html, inside, is_html_type, load_document, load_html,
     read_file, read_json, rendered_dom, sibling_path, snap_dir, write_atomic, write_json,
 )
-from .markup import charset_of, collapse_ws, decode_bytes, normalize_outlink, scan_html, sniff_bytes
+from .markup import BASE_MARKER, charset_of, collapse_ws, decode_bytes, normalize_outlink, scan_html, sniff_bytes, with_base
 from .net import DEFAULT_MAX_BYTES, MAX_REDIRECTS, FetchError, Response, fetch, is_transient_status
 from .output import arm_timeout, disarm_timeout, emit, emit_url, finish, log, transient
 from .procs import CmdResult, Terminated, install_sigterm_handler, kill_tree, run_cmd, which
@@ -57,7 +57,7 @@ __all__ = [
     "is_http_url", "net_options", "parse_args", "start", "timeout_for",
     "HTML_TYPES", "Document", "find_document", "find_main_html", "inside", "is_html_type", "load_document",
     "load_html", "read_file", "read_json", "rendered_dom", "sibling_path", "snap_dir", "write_atomic", "write_json",
-    "charset_of", "collapse_ws", "decode_bytes", "normalize_outlink", "scan_html", "sniff_bytes",
+    "BASE_MARKER", "charset_of", "collapse_ws", "decode_bytes", "normalize_outlink", "scan_html", "sniff_bytes", "with_base",
     "DEFAULT_MAX_BYTES", "MAX_REDIRECTS", "FetchError", "Response", "fetch", "is_transient_status",
     "arm_timeout", "disarm_timeout", "emit", "emit_url", "finish", "log", "transient",
     "CmdResult", "Terminated", "install_sigterm_handler", "kill_tree", "run_cmd", "which",

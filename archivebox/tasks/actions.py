@@ -30,6 +30,7 @@ from archivebox.tasks.dispatch import kick, wake_rows
 from archivebox.transitions.archiveresult import transition_archiveresult_reopen, transition_archiveresult_rerun
 from archivebox.transitions.crawl import transition_crawl_give_up
 from archivebox.transitions.snapshot import transition_snapshot_give_up, transition_snapshot_reopen
+from archivebox.webarchive.release import release_snapshots
 
 logger = logging.getLogger(__name__)
 
@@ -155,7 +156,8 @@ class Removed:
 
 def remove_snapshots(snapshot_ids, delete_files: bool = True) -> Removed:
     """Delete the snapshots' rows (with their results and Process rows), their search index
-    entries and, with ``delete_files``, their folders. Callers refuse (or cancel) running
+    entries, their WARC files' index rows (keeping the records other snapshots' revisits
+    refer to: :mod:`archivebox.webarchive.release`) and, with ``delete_files``, their folders. Callers refuse (or cancel) running
     snapshots first: a hook still writing would leave a folder behind."""
     ids = list(snapshot_ids)
     done = Removed()
@@ -163,6 +165,7 @@ def remove_snapshots(snapshot_ids, delete_files: bool = True) -> Removed:
     search_db = settings.DATA_DIR / "search.sqlite3"
     for start in range(0, len(ids), 500):
         batch = ids[start:start + 500]
+        release_snapshots(batch)  # records other snapshots' revisits refer to are kept first
         with transaction.atomic():
             done.snapshots += Snapshot.objects.filter(pk__in=batch).delete()[1].get(Snapshot._meta.label, 0)
         for snapshot_id in batch:

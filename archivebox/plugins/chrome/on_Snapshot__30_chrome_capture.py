@@ -59,7 +59,26 @@ def record_and_finish(info, status, output_str, exit_transient=False):
     kit.write_json("navigation.json", info)
     if exit_transient:
         kit.transient(output_str)
-    kit.finish(status, output_str, {k: v for k, v in info.items() if k in ("status", "final_url", "captures", "loaded")})
+    kit.finish(status, output_str, {k: v for k, v in info.items() if k in ("status", "final_url", "captures", "loaded", "warc")})
+
+
+def recording(args):
+    """Where and how to record the page load as WARC (CHROME_SAVE_WARC), else None."""
+    if not kit.env_bool("CHROME_SAVE_WARC", True):
+        return None
+    import archivebox
+    from archivebox.pluginkit import warc
+
+    for name in os.listdir(warc.WARC_DIR) if os.path.isdir(warc.WARC_DIR) else ():
+        if name.endswith(".open"):  # a recording an earlier attempt did not finish
+            os.remove(os.path.join(warc.WARC_DIR, name))
+    info = {"software": f"ArchiveBox engine {archivebox.__version__} (chrome plugin, recorded over CDP with warcio)",
+            "format": "WARC File Format 1.1",
+            "conformsTo": "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
+            "isPartOf": f"snapshot {args.get('snapshot_id') or ''}".strip(),
+            "persona": kit.env_str("PERSONA", ""),
+            "description": f"Page load of {args['url']}"}
+    return {"folder": warc.WARC_DIR, "name": warc.warc_name(args.get("snapshot_id")), "info": info}
 
 
 def main():
@@ -70,14 +89,15 @@ def main():
     from archivebox.pluginkit import browser  # asyncio and the CDP client: only when a page is loaded
 
     wanted = wanted_captures(browser.CAPTURES)
-    if not wanted:
+    record = recording(args)
+    if not wanted and not record:
         record_and_finish({"skipped": "no browser capture enabled"}, "skipped", "no browser capture enabled")
     for stale in (*browser.CAPTURES.values(), "navigation.json", browser.TARGET_FILE):  # an earlier attempt's
         if os.path.exists(stale):
             os.remove(stale)
     source = browser_source()
     try:
-        info = browser.visit(url, wanted, source, kit.timeout_for(PLUGIN, 60)).info
+        info = browser.visit(url, wanted, source, kit.timeout_for(PLUGIN, 60), record).info
     except browser.VisitFailed as err:
         record_and_finish({"url": url, "error": err.reason}, "failed", err.reason, exit_transient=not err.permanent)
     status = info["status"]
@@ -86,6 +106,8 @@ def main():
         record_and_finish(info, "failed", text, exit_transient=kit.is_transient_status(status))
     saved = [name for name, item in info["captures"].items() if "file" in item]
     failed = {name: item["error"] for name, item in info["captures"].items() if "error" in item}
+    if "file" in info.get("warc", {}):
+        saved.append("warc")
     summary = f"{len(saved)} captures" + (f", {len(failed)} failed ({', '.join(failed)})" if failed else "")
     record_and_finish(info, "succeeded" if saved else "failed", summary if saved else json.dumps(failed)[:300])
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Extract the readable article from the snapshot's saved HTML with readability-lxml.
 
-Writes ``article.html`` (a standalone page with the article), ``article.txt``
+Writes ``article.html`` (a standalone page with the article, its images the archived
+copies the page load kept, saved in ``images/``: see ``pluginkit.archived``), ``article.txt``
 (its plain text) and ``article.json`` (``title``, ``byline``, ``length`` in
 characters of text, ``excerpt``, ``source``). Skipped when no saved HTML
 exists (wget or Chromium DOM) or when readability-lxml is not installed.
@@ -46,6 +47,48 @@ def extract(html, url):
     return title, byline, summary, text
 
 
+IMAGE_DIR = "images"
+IMAGE_TYPES = {"image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp",
+               "image/svg+xml": ".svg", "image/avif": ".avif"}
+
+
+def archived_images(article_html, url):
+    """The article with each image the page load archived saved beside it (``images/``)
+    and pointed at there, so the article shows the archived images, never the live
+    site's; ``(html, saved, missing)``. Links are absolute already (readability)."""
+    import hashlib
+    from urllib.parse import urljoin
+
+    import lxml.html
+    from archivebox.pluginkit.archived import Archived
+
+    if "<img" not in article_html.lower():
+        return article_html, 0, 0
+    fragment = lxml.html.fragment_fromstring(article_html, create_parent="div")
+    archive = Archived()
+    saved = missing = 0
+    for img in fragment.iter("img"):
+        src = (img.get("src") or "").strip()
+        if not src or src.startswith("data:"):
+            continue
+        found = archive.get(urljoin(url, src))
+        if found is None or found[0] not in IMAGE_TYPES:
+            missing += 1
+            continue
+        kind, data = found
+        name = f"{IMAGE_DIR}/{hashlib.sha1(data).hexdigest()[:16]}{IMAGE_TYPES[kind]}"
+        if not os.path.exists(name):
+            os.makedirs(IMAGE_DIR, exist_ok=True)
+            H.write_atomic(name, data)
+        img.set("src", name)
+        img.set("data-archived-from", urljoin(url, src))
+        for attr in ("srcset", "sizes"):  # other sizes were not all archived: the one shown was
+            img.attrib.pop(attr, None)
+        saved += 1
+    inner = "".join(lxml.html.tostring(child, encoding="unicode") for child in fragment)
+    return (fragment.text or "") + inner, saved, missing
+
+
 def render_page(title, byline, url, article_html):
     from html import escape
     head = f"<h1>{escape(title)}</h1>\n" if title else ""
@@ -87,6 +130,8 @@ def main():
 
     if not text.strip():
         H.finish("failed", "no article content found")
+    visit = H.read_visit() or {}
+    article_html, images, missing = archived_images(article_html, visit.get("final_url") or url)
     info = {
         "title": title,
         "byline": byline or None,
@@ -98,7 +143,8 @@ def main():
     H.write_atomic("article.html", render_page(title, byline, url, article_html))
     H.write_atomic("article.txt", text + "\n")
     H.write_json("article.json", info)
-    H.finish("succeeded", "article.html", {"title": title, "byline": byline or None, "length": len(text)})
+    H.finish("succeeded", "article.html", {"title": title, "byline": byline or None, "length": len(text),
+                                           "images": images, "images_not_archived": missing})
 
 
 if __name__ == "__main__":
