@@ -7,7 +7,7 @@ ROOT = Path(__file__).resolve().parent.parent / "archivebox"
 SKIP = {"migrations", "__pycache__", "plugins", "templates", "static"}
 # Each unit may import only units listed after it (docs/architecture.md, top to bottom).
 LAYERS = ["__main__", "healthcheck", "cli", "urls", "web", "api", "pools", "apps", "sideeffects", "tasks", "binaries", "process", "transitions",
-          "personas", "core", "hooks", "lifecycle", "broker", "settings", "boot", "config", "tuning", "plugins", "pluginkit"]
+          "personas", "core", "hooks", "lifecycle", "broker", "settings", "boot", "hostrules", "config", "tuning", "plugins", "pluginkit"]
 
 
 def unit(module: str) -> str | None:

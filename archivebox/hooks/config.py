@@ -50,6 +50,15 @@ GLOBAL_SCHEMA: dict[str, dict[str, Any]] = {
                       "description": "Seconds a crawl may run before its unfinished snapshots are cancelled (0 = no limit)"},
     "SNAPSHOT_MAX_SIZE": {"type": "integer", "default": 0, "minimum": 0,
                           "description": "Bytes; once a snapshot's folder is larger, its hooks not yet started are skipped (0 = no limit)"},
+    # Politeness (archivebox/hostrules.py): how hard one site is hit, per crawl.
+    "PER_HOST_SNAPSHOTS": {"type": "integer", "default": 4, "minimum": 1,
+                           "description": "Snapshots of one host archived at once (a host: the URL's host name)"},
+    "PER_HOST_DELAY": {"type": "number", "default": 0, "minimum": 0,
+                       "description": "Seconds between the starts of two snapshots of one host"},
+    "PER_HOST_LIMITS": {"type": "object", "default": {},
+                        "description": 'Limits of host patterns, e.g. {"*.example.com": {"snapshots": 1, "delay": 5}}'},
+    "ROBOTS_TXT": {"type": "boolean", "default": False,
+                   "description": "Crawls with depth > 0 skip outlinks robots.txt disallows and honour its Crawl-delay"},
 }
 
 _MISSING = object()
