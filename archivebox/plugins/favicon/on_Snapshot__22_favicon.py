@@ -121,6 +121,8 @@ def main():
     page_url = url
     try:
         html, page_url, origin = H.load_html(url, timeout=left(), user_agent=user_agent, check_ssl=check_ssl)
+    except H.RateLimited as err:
+        H.rate_limited(err.status, err.retry_after)
     except H.FetchError as err:
         H.transient(str(err))
     if html is not None:
@@ -152,6 +154,8 @@ def main():
             H.log(f"WARNING: {err}")
             network_errors.append(str(err))
             continue
+        if resp.rate_limit():
+            H.rate_limited(resp.status, resp.header("retry-after"))
         if resp.status != 200:
             misses.append(f"{candidate}: {resp.status_text}")
             continue

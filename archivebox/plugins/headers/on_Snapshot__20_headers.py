@@ -3,7 +3,8 @@
 
 Writes ``headers.json``: ``{"url": final URL, "requested_url", "status", "reason",
 "headers": {...}, "redirects": [{"status", "url"}, ...]}``.
-HTTP 429 and 5xx are transient (non-zero exit: retried later, headers.json kept);
+HTTP 429 and 503 say "slow down" (exit 75 with the site's Retry-After: the engine rests the
+host, then retries); other 5xx are transient (non-zero exit: retried later, headers.json kept);
 other HTTP >= 400 is a permanent failure (exit 0, status failed); network errors and
 timeouts exit non-zero so the engine retries later.
 """
@@ -40,6 +41,8 @@ def main():
         "content_type": resp.content_type,
         "redirects": len(resp.redirects),
     }
+    if resp.rate_limit():
+        H.rate_limited(resp.status, resp.header("retry-after"), output_json=summary)
     if H.is_transient_status(resp.status):
         H.transient(f"HTTP {resp.status_text}: the server may recover, retry later")
     if resp.status >= 400:

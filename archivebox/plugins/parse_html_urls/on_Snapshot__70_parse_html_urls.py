@@ -41,6 +41,8 @@ def main():
     try:
         html, page_url, origin = H.load_html(url, timeout=timeout, allow_fetch=H.is_http_url(url),
                                              user_agent=user_agent, check_ssl=check_ssl)
+    except H.RateLimited as err:
+        H.rate_limited(err.status, err.retry_after)
     except H.FetchError as err:
         H.transient(str(err))
     if html is None:

@@ -69,6 +69,8 @@ def main():
     try:
         data, ctype, doc_url, origin = H.load_document(url, timeout=timeout, allow_fetch=allow_fetch,
                                                        user_agent=user_agent, check_ssl=check_ssl)
+    except H.RateLimited as err:
+        H.rate_limited(err.status, err.retry_after)
     except H.FetchError as err:
         H.transient(str(err))
     if data is None:

@@ -28,6 +28,8 @@ def main():
     try:
         html, _base, origin = H.load_html(url, timeout=timeout, allow_fetch=allow_fetch,
                                           user_agent=user_agent, check_ssl=check_ssl)
+    except H.RateLimited as err:
+        H.rate_limited(err.status, err.retry_after)
     except H.FetchError as err:
         H.transient(str(err))
     if html is None:

@@ -56,6 +56,21 @@ def parse_log(text):
     return saved, content_type, errors
 
 
+def retry_after_in(text):
+    """The ``Retry-After`` header of the first response wget was refused with (429/503), from
+    its ``--server-response`` log; None if that response had none."""
+    seen = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("HTTP/"):
+            seen = None  # a new response
+        elif stripped.lower().startswith("retry-after:"):
+            seen = stripped.split(":", 1)[1].strip()
+        elif "ERROR 429" in stripped or "ERROR 503" in stripped:
+            return seen
+    return None
+
+
 def build_command(binary, url, timeout, warc_prefix):
     user_agent, check_ssl = H.net_options(PLUGIN)
     restrict = H.env_str("WGET_RESTRICT_FILE_NAMES", "windows")
@@ -150,6 +165,8 @@ def main():
     if main_file is None:
         if errors:
             status, reason = errors[0]
+            if H.is_rate_limited(status):
+                H.rate_limited(status, retry_after_in(log_text), f"HTTP {status} {reason}: the site asks to slow down")
             if H.is_transient_status(status):
                 H.transient(f"HTTP {status} {reason}: the server may recover, retry later")
             if status >= 400:
