@@ -149,6 +149,12 @@ def check_options(options: AddOptions) -> dict[str, str]:
     return config
 
 
+def schedule_config(config: dict, depth: int = 0, remote: bool = False) -> dict[str, str]:
+    """A schedule's crawl config, checked exactly as ``add -c`` checks it (and, set over the
+    network, as the REST API checks a remote caller's); AddError names the problem."""
+    return check_options(AddOptions(depth=depth, config={str(k): v for k, v in (config or {}).items()}, remote=remote))
+
+
 def add(seeds: list[Seed], options: AddOptions) -> Added:
     """Create the crawl of ``seeds`` and wake it. Raises AddError if nothing is left to add.
 

@@ -29,6 +29,7 @@ from archivebox.core.urlcheck import InvalidURL, check_url
 from archivebox.tasks import registry
 from archivebox.tasks.dispatch import kick
 from archivebox.tasks import actions
+from archivebox.tasks.adding import AddError, schedule_config
 from archivebox.web.files import tail
 
 logger = logging.getLogger(__name__)
@@ -453,6 +454,22 @@ class ScheduleAdmin(admin.ModelAdmin):
     list_filter = ("enabled", "only_new")
     search_fields = ("urls",)
     readonly_fields = ("cron", "last_run_at", "last_crawl", "runs", "created_at")
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        """Its crawl config is checked as the REST API checks a remote caller's (``add -c``'s
+        checks, and only the keys that cannot change what runs)."""
+        form = super().get_form(request, obj, change=change, **kwargs)
+
+        class CheckedForm(form):
+            def clean(self):
+                cleaned = super().clean()
+                try:
+                    cleaned["config"] = schedule_config(cleaned.get("config") or {}, cleaned.get("depth") or 0, remote=True)
+                except AddError as err:
+                    self.add_error("config", str(err))
+                return cleaned
+
+        return CheckedForm
 
     @admin.display(description="URL")
     def first_url(self, obj: Schedule) -> str:
