@@ -5,7 +5,8 @@ holds one *slot* of its host, a :class:`Lease` row ``host:<name>:<n>`` whose hol
 the snapshot's id. A slot is taken (:func:`reserve`) by a compare-and-swap on its holder,
 so two pools on two machines never take the same one, together with a start booked on
 the :class:`Host` row (:func:`book_start`: ``next_start_at`` moves on by the crawl's delay
-in one conditional UPDATE). Who holds a slot:
+in one conditional UPDATE; and never sooner than that delay after the host's last actual
+start, ``last_started_at``). Who holds a slot:
 
 - nobody (``holder`` empty), or a snapshot that ended or no longer exists: the slot is
   free (a release that was lost, or a worker killed before it released, costs nothing);
@@ -142,10 +143,30 @@ def book_start(host: str, delay: float, now: dt.datetime) -> dt.datetime | None:
         seen, paused_until = row
         start = max(t for t in (now, seen, paused_until) if t is not None)
         won = Host.objects.filter(name=host, next_start_at=seen) if seen is not None else Host.objects.filter(name=host, next_start_at__isnull=True)
-        if won.update(next_start_at=start + dt.timedelta(seconds=delay), last_started_at=start):
+        if won.update(next_start_at=start + dt.timedelta(seconds=delay)):
             return start
     logger.info("host %s: could not book a start after %d tries (other pools booked it meanwhile)", host, BOOKING_TRIES)
     return None
+
+
+def started(host: str, at: dt.datetime) -> None:
+    """A snapshot of ``host`` started at ``at``: the next may start ``delay`` after the later
+    of this and its own booked start (a start late on its booking does not shorten the gap)."""
+    Host.objects.filter(Q(last_started_at__isnull=True) | Q(last_started_at__lt=at), name=host).update(last_started_at=at)
+
+
+@dataclass(frozen=True)
+class HostState:
+    """What a snapshot about to start needs to know of its host."""
+
+    paused_until: dt.datetime | None
+    pause_reason: str
+    last_started_at: dt.datetime | None
+
+
+def state(host: str) -> HostState:
+    row = Host.objects.filter(name=host).values_list("paused_until", "pause_reason", "last_started_at").first()
+    return HostState(*row) if row else HostState(None, "", None)
 
 
 def paused(host: str, now: dt.datetime) -> tuple[dt.datetime, str] | None:

@@ -157,17 +157,20 @@ def reserve_next(pacing: CrawlPacing, host: str, live: dict[str, list[HeldSlot]]
     if snapshot_id is None or len(held) >= limits.snapshots:
         return False
     config = settings.ENGINE
+    # A reservation outlives its booked start by HOST_RESERVATION_TTL, and by the delay too
+    # (its start may have to wait that long after the host's last actual start).
+    ttl = config.host_reservation_ttl + limits.delay
     for index, seen in hostleases.free_slot_indexes(host, limits.snapshots, now, held):
-        if not hostleases.reserve(host, index, seen, snapshot_id, now, config.host_reservation_ttl, machine_id(config)):
+        if not hostleases.reserve(host, index, seen, snapshot_id, now, ttl, machine_id(config)):
             continue
         start = hostleases.book_start(host, limits.delay, now)
         if start is None:
             hostleases.release(snapshot_id, host, now)
             return False
         if start > now:
-            hostleases.reserve(host, index, str(snapshot_id), snapshot_id, start, config.host_reservation_ttl, machine_id(config))
+            hostleases.reserve(host, index, str(snapshot_id), snapshot_id, start, ttl, machine_id(config))
         held.append(HeldSlot(hostleases.slot_key(host, index), host, str(snapshot_id), pacing.crawl.pk, start,
-                             start + dt.timedelta(seconds=config.host_reservation_ttl), True))
+                             start + dt.timedelta(seconds=ttl), True))
         if start > now:
             hostleases.wake_at([snapshot_id], start)
         else:

@@ -26,6 +26,7 @@ def snapshot_started(snapshot_id) -> None:
     snapshot = rowsql.load(Snapshot, [snapshot_id], "crawl").get(snapshot_id)
     if snapshot is None or snapshot.status != SnapshotGraph.started:
         return
+    hostleases.started(snapshot.host, snapshot.started_at or timezone.now())
     snapshot.output_dir.mkdir(parents=True, exist_ok=True)
     now = timezone.now()
     create_results(snapshot.crawl, snapshot, now)

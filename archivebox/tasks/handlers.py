@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from archivebox import hostrules
 from archivebox.config import ConfigError, EngineConfig
 from archivebox.core.models import SNAPSHOTS_STEP, ArchiveResult, Crawl, Process, Snapshot
 from archivebox.hooks.catalog import catalog
@@ -274,17 +275,31 @@ def handle_snapshot(snapshot: Snapshot, *, now: dt.datetime, config: EngineConfi
 
 def wait_for_host(snapshot: Snapshot, now: dt.datetime) -> Wait | None:
     """A queued snapshot starts only with a slot of its host that pacing reserved for it
-    (SNAPSHOT_MAX_ACTIVE, PER_HOST_SNAPSHOTS), at its booked start (PER_HOST_DELAY), and not
-    while its host rests after a 429/503; None when it may start now."""
+    (SNAPSHOT_MAX_ACTIVE, PER_HOST_SNAPSHOTS), at its booked start and at least its delay
+    after the host's last actual start (PER_HOST_DELAY), and not while its host rests after
+    a 429/503; None when it may start now."""
     start_at = hostleases.reservation(snapshot.pk, snapshot.host, now)
     if start_at is None:
         return Wait(parked(now), f"waiting for a slot of its host {snapshot.host}", (ActivateSnapshots(snapshot.crawl_id),))
-    pause = hostleases.paused(snapshot.host, now)
-    if pause:
-        return Wait(pause[0], f"its host {snapshot.host} rests until {pause[0].isoformat(timespec='seconds')}: {pause[1]}")
+    host = hostleases.state(snapshot.host)
+    if host.paused_until and host.paused_until > now:
+        return Wait(host.paused_until, f"its host {snapshot.host} rests until {host.paused_until.isoformat(timespec='seconds')}: "
+                                       f"{host.pause_reason}")
+    if host.last_started_at is not None:
+        try:
+            delay = host_limits(snapshot.crawl, snapshot.host).delay
+        except ConfigError:
+            delay = 0.0  # pacing refused to let it in with a bad config; it only lacks the gap here
+        start_at = max(start_at, host.last_started_at + seconds(delay))
     if start_at > now:
         return Wait(start_at, f"its host's next start is at {start_at.isoformat(timespec='milliseconds')} (PER_HOST_DELAY)")
     return None
+
+
+def host_limits(crawl: Crawl, host: str) -> hostrules.HostLimits:
+    """The limits of ``host`` as ``crawl`` sees them (PER_HOST_SNAPSHOTS, PER_HOST_DELAY, PER_HOST_LIMITS)."""
+    return hostrules.limits_for(host, crawl_option(crawl, "PER_HOST_SNAPSHOTS"), crawl_option(crawl, "PER_HOST_DELAY"),
+                                hostrules.parse_limits(crawl_option(crawl, "PER_HOST_LIMITS")))
 
 
 # ArchiveResult -------------------------------------------------------------------
