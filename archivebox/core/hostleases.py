@@ -212,3 +212,56 @@ def wake_at(pks: list, at: dt.datetime) -> int:
     with db.cursor() as cursor:
         cursor.execute(sql, [db_datetime(at, db), True, *(db_pk(Snapshot, pk, db) for pk in pks), db_datetime(at, db)])
         return cursor.rowcount
+
+
+# What people are shown (archivebox status, list, the admin, a snapshot's page) ------------
+
+@dataclass(frozen=True)
+class HostReport:
+    """A host that is busy, resting or waited for, and why."""
+
+    name: str
+    in_flight: int  # its snapshots holding a slot (started, or let in and about to start)
+    paused_until: dt.datetime | None
+    reason: str  # why it rests
+    strikes: int  # 429/503 answers in a row (a pause without Retry-After backs off with them)
+    next_start_at: dt.datetime | None  # its next booked start, when in the future
+
+    def describe(self, now: dt.datetime) -> str:
+        parts = [f"{self.in_flight} snapshot(s) in flight"] if self.in_flight else []
+        if self.paused_until and self.paused_until > now:
+            kind = "backing off" if "no Retry-After" in self.reason else "paused"
+            parts.append(f"{kind} until {self.paused_until.isoformat(timespec='seconds')} "
+                         f"({(self.paused_until - now).total_seconds():.0f} s): {self.reason}")
+        if self.next_start_at and self.next_start_at > now:
+            parts.append(f"next start at {self.next_start_at.isoformat(timespec='seconds')} (PER_HOST_DELAY)")
+        return "; ".join(parts)
+
+
+def report(now: dt.datetime, limit: int = 50) -> list[HostReport]:
+    """The hosts busy, resting or booked ahead right now, busiest first (at most ``limit``)."""
+    live = held(now)
+    rows = {name: row for name, *row in Host.objects.filter(
+        Q(name__in=list(live)) | Q(paused_until__gt=now) | Q(next_start_at__gt=now)).values_list(
+        "name", "paused_until", "pause_reason", "strikes", "next_start_at")}
+    found = [HostReport(name, len(live.get(name, [])), *(rows.get(name) or (None, "", 0, None))) for name in set(live) | set(rows)]
+    found.sort(key=lambda h: (-h.in_flight, h.paused_until is None, h.name))
+    return found[:limit]
+
+
+def why_waiting(snapshot, now: dt.datetime) -> str:
+    """Why a queued snapshot has not started, as far as its host is concerned ("" if it is
+    not waiting for its host)."""
+    if snapshot.status != SnapshotGraph.queued or not snapshot.host:
+        return ""
+    host = state(snapshot.host)
+    if host.paused_until and host.paused_until > now:
+        return f"waiting for its host {snapshot.host}, resting until {host.paused_until.isoformat(timespec='seconds')}: {host.pause_reason}"
+    start_at = reservation(snapshot.pk, snapshot.host, now)
+    if start_at is not None:
+        if start_at > now:
+            return f"let in: starts at {start_at.isoformat(timespec='seconds')} (its host's PER_HOST_DELAY)"
+        return ""
+    busy = len(held(now, [snapshot.host]).get(snapshot.host, []))
+    return f"waiting for its host {snapshot.host}: {busy} of its snapshots in flight (PER_HOST_SNAPSHOTS)" if busy else \
+        "waiting to be let in (SNAPSHOT_MAX_ACTIVE)"
