@@ -6,7 +6,9 @@ Each address is a host of its own to the engine (a host is the URL's host name).
 - ``/page/<anything>``: an HTML page, answered after ``delay`` seconds;
 - ``/limited/<anything>``: ``429 Too Many Requests`` with ``Retry-After: <retry_after>``
   the first time a path is asked for, the page afterwards;
-- ``/slow/<anything>``: the page after ``slow`` seconds.
+- ``/slow/<anything>``: the page after ``slow`` seconds;
+- ``/hub/<anything>``: a page linking ``/private/one``, ``/page/open-1`` and ``/page/open-2``;
+- ``/robots.txt``: ``robots[host]`` if given, else 404.
 
 Only 127.x addresses are bound or contacted; servers are stopped with :meth:`close`.
 """
@@ -29,8 +31,10 @@ class Request:
 
 
 class PoliteSite:
-    def __init__(self, hosts: int, delay: float = 0.2, slow: float = 3.0, retry_after: str = "4", first_host: int = 1):
+    def __init__(self, hosts: int, delay: float = 0.2, slow: float = 3.0, retry_after: str = "4", first_host: int = 1,
+                 robots: dict[str, str] | None = None):
         self.delay, self.slow, self.retry_after = delay, slow, retry_after
+        self.robots = robots or {}
         self.requests: list[Request] = []
         self._limited: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
@@ -77,10 +81,17 @@ class PoliteSite:
                         status, headers = 429, {"Content-Type": "text/plain", "Retry-After": site.retry_after}
                 elif self.path.startswith("/slow/"):
                     time.sleep(site.slow)
+                elif self.path == "/robots.txt":
+                    status, headers = (200, {"Content-Type": "text/plain"}) if host in site.robots else (404, {"Content-Type": "text/plain"})
                 else:
                     time.sleep(site.delay)
-                body = (b"slow down" if status == 429 else
-                        f"<html><head><title>{host}{self.path}</title></head><body>{self.path}</body></html>".encode())
+                links = "".join(f'<a href="{p}">{p}</a> ' for p in ("/private/one", "/page/open-1", "/page/open-2")) \
+                    if self.path.startswith("/hub/") else ""
+                if self.path == "/robots.txt":
+                    body = site.robots.get(host, "not found").encode()
+                else:
+                    body = (b"slow down" if status == 429 else
+                            f"<html><head><title>{host}{self.path}</title></head><body>{self.path} {links}</body></html>".encode())
                 self.send_response(status)
                 for name, value in headers.items():
                     self.send_header(name, value)

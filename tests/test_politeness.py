@@ -161,3 +161,30 @@ def _child_of(parent: int, pid: int) -> bool:
         return any(child.pid == pid for child in psutil.Process(parent).children(recursive=True))
     except psutil.NoSuchProcess:
         return False
+
+
+def test_robots_txt_on_request_skips_disallowed_outlinks_and_honours_crawl_delay(tmp_path):
+    """ROBOTS_TXT=true with depth 1: robots.txt read once, the disallowed outlink skipped
+    (failed, saying so, counted by status) and never fetched, Crawl-delay: 1 between starts."""
+    robots_site = PoliteSite(hosts=1, first_host=6, delay=0.1,
+                             robots={"127.0.0.6": "User-agent: *\nDisallow: /private/\nCrawl-delay: 1\n"})
+    try:
+        host = robots_site.hosts[0]
+        coll = politeness_collection(tmp_path, ROBOTS_TXT="true", PLUGINS="headers,parse_html_urls")
+        coll.cli("add", "--bg", "--depth", "1", robots_site.url(host, "/hub/start"))
+        start_worker(coll, "worker-a")
+        wait_until(lambda: coll.counts("crawl") == {"sealed": 1}, timeout=120, message="the crawl to be archived")
+        status = coll.cli("status", "--json")
+        coll.stop_all(signal.SIGINT)
+        snapshots = {row["url"].split(":", 2)[-1].split("/", 1)[-1]: (row["status"], row["last_error"])
+                     for row in coll.query("SELECT url, status, last_error FROM core_snapshot")}
+        assert snapshots["hub/start"][0] == "sealed"
+        assert snapshots["page/open-1"][0] == snapshots["page/open-2"][0] == "sealed"
+        assert snapshots["private/one"][0] == "failed" and "skipped: robots.txt" in snapshots["private/one"][1], snapshots
+        paths = [r.path for r in robots_site.of(host)]
+        assert paths.count("/robots.txt") == 1 and "/private/one" not in paths, paths
+        assert __import__("json").loads(status.stdout)["robots_skipped"] == 1
+        spans = snapshot_spans(coll)[host]
+        assert all(b[0] - a[0] >= 1.0 for a, b in zip(spans, spans[1:])), spans  # Crawl-delay: 1
+    finally:
+        robots_site.close()

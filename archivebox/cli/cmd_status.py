@@ -18,7 +18,7 @@ from archivebox.broker import repair
 from archivebox.cli.common import setup_django
 from archivebox.cli.permissions import exposed
 from archivebox.cli.progress import by_status
-from archivebox.core import hostleases
+from archivebox.core import hostleases, robots
 from archivebox.core.models import ArchiveResult, Crawl, Lease, Machine, Process, Snapshot
 from archivebox.web.health import POOLS, liveness
 
@@ -54,6 +54,7 @@ def gather() -> dict:
                         "paused_until": h.paused_until.isoformat() if h.paused_until and h.paused_until > now else None,
                         "reason": h.reason if h.paused_until and h.paused_until > now else ""}
                        for h in hostleases.report(now)]
+    report["robots_skipped"] = robots.skipped()
     report["readable_by_others"] = exposed(settings.DATA_DIR)
     report["queue_files"] = queue_files(settings.QUEUE_DIR)
     report["binaries"] = listing.summary(Machine.current(settings.ENGINE.machine_id))
@@ -88,6 +89,8 @@ def format_report(report: dict) -> str:
         lines.append(_row("Stale workers", f"{len(report['stale_workers'])} (heartbeat expired; the loop closes their rows)"))
     lines.append(_row("Busy slots", str(report["busy_slots"])))
     lines.append(_row("Hosts", f"{len(report['hosts'])} busy, resting or waited for" if report["hosts"] else "none busy"))
+    if report["robots_skipped"]:
+        lines.append(_row("  robots.txt", f"{report['robots_skipped']} outlink(s) skipped (ROBOTS_TXT): `archivebox list --status failed`"))
     lines += [f"  - {h['host']}: {h['state']}" for h in report["hosts"]]
     binaries = report["binaries"]
     lines.append(_row("Binaries", ", ".join(f"{count} {status}" for status, count in sorted(binaries["counts"].items()))

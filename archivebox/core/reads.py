@@ -8,12 +8,15 @@ far ahead rows wait when something else will wake them.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 from pathlib import Path
 
 from django.conf import settings
 
+from archivebox import hostrules
+from archivebox.core import robots
 from archivebox.core.models import ArchiveResult, Crawl, Snapshot
 from archivebox.hooks import config as plugin_config
 from archivebox.hooks.catalog import catalog, layers
@@ -79,3 +82,19 @@ def folder_size(path: Path) -> int:
             except OSError:
                 continue  # removed while we looked: it no longer counts
     return total
+
+
+def host_limits(crawl: Crawl, host: str) -> hostrules.HostLimits:
+    """The limits of ``host`` as ``crawl`` sees them (PER_HOST_SNAPSHOTS, PER_HOST_DELAY,
+    PER_HOST_LIMITS, and with ROBOTS_TXT the host's Crawl-delay when it is longer)."""
+    limits = hostrules.limits_for(host, crawl_option(crawl, "PER_HOST_SNAPSHOTS"), crawl_option(crawl, "PER_HOST_DELAY"),
+                                  hostrules.parse_limits(crawl_option(crawl, "PER_HOST_LIMITS")))
+    read = robots.rules(crawl.pk, host) if follows_robots(crawl) else None
+    if read is not None:
+        limits = dataclasses.replace(limits, delay=max(limits.delay, read.crawl_delay(crawl_option(crawl, "USER_AGENT") or "")))
+    return limits
+
+
+def follows_robots(crawl: Crawl) -> bool:
+    """ROBOTS_TXT applies to crawls that follow links (depth > 0)."""
+    return crawl.max_depth > 0 and bool(crawl_option(crawl, "ROBOTS_TXT"))

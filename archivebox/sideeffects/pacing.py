@@ -34,7 +34,7 @@ from archivebox.config import ConfigError
 from archivebox.core import hostleases
 from archivebox.core.graphs import CrawlGraph, SnapshotGraph
 from archivebox.core.models import SNAPSHOTS_STEP, Crawl, Snapshot
-from archivebox.core.reads import crawl_option
+from archivebox.core.reads import host_limits
 from archivebox.core.rowsql import db_connection, db_pk
 from archivebox.core.hostleases import HeldSlot
 from archivebox.tasks.dispatch import machine_id, wake_rows
@@ -53,22 +53,24 @@ class CrawlPacing:
     """One crawl's view of the hosts: its limits, and which hosts it may not start now."""
 
     crawl: Crawl
-    snapshots: int
-    delay: float
-    table: dict
     busy: set[str] = field(default_factory=set)
+    _limits: dict = field(default_factory=dict)
 
     @classmethod
     def of(cls, crawl: Crawl) -> "CrawlPacing | None":
+        pacing = cls(crawl)
         try:
-            return cls(crawl, crawl_option(crawl, "PER_HOST_SNAPSHOTS"), crawl_option(crawl, "PER_HOST_DELAY"),
-                       hostrules.parse_limits(crawl_option(crawl, "PER_HOST_LIMITS")))
+            pacing.limits("")  # its config is checked once here
         except ConfigError as err:
             logger.warning("crawl %s: %s; its snapshots wait until its config is fixed", crawl.pk, err)
             return None
+        return pacing
 
     def limits(self, host: str) -> hostrules.HostLimits:
-        return hostrules.limits_for(host, self.snapshots, self.delay, self.table)
+        """``host``'s limits as this crawl sees them (read once per pass)."""
+        if host not in self._limits:
+            self._limits[host] = host_limits(self.crawl, host)
+        return self._limits[host]
 
 
 def waiting_crawls(crawl_id=None) -> list[Crawl]:

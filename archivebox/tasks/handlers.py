@@ -9,16 +9,17 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from archivebox import hostrules
 from archivebox.config import ConfigError, EngineConfig
 from archivebox.core.models import SNAPSHOTS_STEP, ArchiveResult, Crawl, Process, Snapshot
 from archivebox.hooks.catalog import catalog
 from archivebox.hooks.discovery import hook_order, is_daemon, is_finite, stopped_at_cleanup
-from archivebox.core.reads import PARK, crawl_option, expected_hooks, folder_size, owner_layers, parked, results_of
-from archivebox.core import hostleases, rowsql
+from archivebox.core.reads import (PARK, crawl_option, expected_hooks, folder_size, follows_robots, host_limits, owner_layers, parked,
+                                   results_of)
+from archivebox.core import hostleases, robots, rowsql
 from archivebox.hooks.outcome import AttemptOutcome, Outcome
 from archivebox.tasks.judging import Attempt as JudgedAttempt
 from archivebox.tasks.judging import judge
@@ -29,7 +30,7 @@ from archivebox.transitions import crawl as crawl_t
 from archivebox.transitions import process as process_t
 from archivebox.transitions import snapshot as snapshot_t
 from archivebox.core.graphs import ArchiveResultGraph, CrawlGraph, ProcessGraph, SnapshotGraph
-from archivebox.transitions.effects import (ActivateSnapshots, CrawlStarted, CreateRootSnapshots, OwnerKind, RunHook, SnapshotStarted,
+from archivebox.transitions.effects import (ActivateSnapshots, CrawlStarted, CreateRootSnapshots, FetchRobots, OwnerKind, RunHook, SnapshotStarted,
                                             StopBackground, WakeStep)
 
 FINAL_RESULT = tuple(ArchiveResultGraph.finals)
@@ -264,7 +265,7 @@ def handle_snapshot(snapshot: Snapshot, *, now: dt.datetime, config: EngineConfi
     if snapshot.status == SnapshotGraph.queued:
         if crawl.status == CrawlGraph.failed:
             return Go(snapshot_t.transition_snapshot_give_up, {"error": "its crawl failed or was cancelled before it started"})
-        waiting = wait_for_host(snapshot, now)
+        waiting = wait_for_host(snapshot, now) or obey_robots(snapshot, now, config)
         if waiting:
             return waiting
         return Go(snapshot_t.transition_snapshot_queued_to_started, {"check_at": now + seconds(config.sideeffect_lost_after)})
@@ -296,10 +297,24 @@ def wait_for_host(snapshot: Snapshot, now: dt.datetime) -> Wait | None:
     return None
 
 
-def host_limits(crawl: Crawl, host: str) -> hostrules.HostLimits:
-    """The limits of ``host`` as ``crawl`` sees them (PER_HOST_SNAPSHOTS, PER_HOST_DELAY, PER_HOST_LIMITS)."""
-    return hostrules.limits_for(host, crawl_option(crawl, "PER_HOST_SNAPSHOTS"), crawl_option(crawl, "PER_HOST_DELAY"),
-                                hostrules.parse_limits(crawl_option(crawl, "PER_HOST_LIMITS")))
+def obey_robots(snapshot: Snapshot, now: dt.datetime, config: EngineConfig) -> Decision | None:
+    """With ROBOTS_TXT, a snapshot about to start first has its host's robots.txt read (a
+    side effect, under the slot the snapshot holds); an outlink it disallows is skipped."""
+    crawl = snapshot.crawl
+    try:
+        if not follows_robots(crawl):
+            return None
+        user_agent = crawl_option(crawl, "USER_AGENT") or ""
+    except ConfigError as err:
+        return Go(snapshot_t.transition_snapshot_give_up, {"error": f"config error: {err}"})
+    read = robots.rules(crawl.pk, snapshot.host)
+    if read is None:
+        parts = urlsplit(snapshot.url)
+        return Wait(recheck(now, config), f"reading robots.txt of {snapshot.host}",
+                    (FetchRobots(crawl.pk, snapshot.host, f"{parts.scheme}://{parts.netloc}"),))
+    if snapshot.depth > 0 and not read.allows(snapshot.url, user_agent):
+        return Go(snapshot_t.transition_snapshot_give_up, {"error": f"{robots.SKIPPED} of {snapshot.host} disallows it (ROBOTS_TXT)"})
+    return None
 
 
 # ArchiveResult -------------------------------------------------------------------

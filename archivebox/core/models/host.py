@@ -26,3 +26,24 @@ class Host(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class RobotsTxt(models.Model):
+    """A host's robots.txt as one crawl read it (``ROBOTS_TXT=true``): fetched once per host
+    per crawl, under the host's limits. The row is made first, by whoever fetches it
+    (``fetching_since``), so that pools never fetch it twice at once; ``fetched_at`` is set
+    once it was read (``status`` 0: it could not be read, so nothing is disallowed)."""
+
+    crawl = models.ForeignKey("core.Crawl", on_delete=models.CASCADE, related_name="robots")
+    host = models.CharField(max_length=255)
+    fetching_since = models.DateTimeField(null=True, blank=True)
+    fetched_at = models.DateTimeField(null=True, blank=True)
+    status = models.PositiveSmallIntegerField(default=0)
+    body = models.TextField(blank=True, default="")
+    note = models.TextField(blank=True, default="")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["crawl", "host"], name="robots_once_per_crawl_host")]
+
+    def __str__(self) -> str:
+        return f"robots.txt of {self.host} for crawl {self.crawl_id}"
