@@ -106,9 +106,13 @@ def reserve(host: str, index: int, seen_holder: str, snapshot_id, start_at: dt.d
     """Take slot ``index`` of ``host`` for ``snapshot_id`` if its holder is still ``seen_holder``
     (the caller found it free): one conditional UPDATE, whose rowcount says who won."""
     key = slot_key(host, index)
-    Lease.objects.bulk_create([Lease(key=key, actor=actor_of(host))], ignore_conflicts=True)
-    return bool(Lease.objects.filter(key=key, holder=seen_holder).update(
-        holder=str(snapshot_id), acquired_at=start_at, expires_at=start_at + dt.timedelta(seconds=ttl), machine_id=machine_id))
+    values = {"holder": str(snapshot_id), "acquired_at": start_at, "expires_at": start_at + dt.timedelta(seconds=ttl), "machine_id": machine_id}
+    if Lease.objects.filter(key=key, holder=seen_holder).update(**values):
+        return True
+    if seen_holder or Lease.objects.filter(key=key).exists():
+        return False
+    Lease.objects.bulk_create([Lease(key=key, actor=actor_of(host))], ignore_conflicts=True)  # its first use
+    return bool(Lease.objects.filter(key=key, holder=seen_holder).update(**values))
 
 
 def release(snapshot_id, host: str, now: dt.datetime) -> int:
@@ -124,7 +128,8 @@ def free_slot_indexes(host: str, count: int, now: dt.datetime, live: list[HeldSl
     nobody live holds (``live``: its held slots, as :func:`held` found them)."""
     taken = {slot.key for slot in live}
     seen = dict(_host_leases().filter(actor=actor_of(host)).values_list("key", "holder"))
-    return [(i, seen.get(slot_key(host, i), "")) for i in range(count) if slot_key(host, i) not in taken]
+    # The first free ones are among the first len(taken) + a few: no need to list a huge limit's every slot.
+    return [(i, seen.get(slot_key(host, i), "")) for i in range(min(count, len(taken) + 4)) if slot_key(host, i) not in taken]
 
 
 def _host(host: str) -> None:
@@ -135,11 +140,11 @@ def book_start(host: str, delay: float, now: dt.datetime) -> dt.datetime | None:
     """Book the next start of a snapshot of ``host``: the later of now, the host's
     ``next_start_at`` and the end of its pause, which then moves ``delay`` seconds past it.
     None if other pools kept booking it first (the caller tries later)."""
-    _host(host)
     for _ in range(BOOKING_TRIES):
         row = Host.objects.filter(name=host).values_list("next_start_at", "paused_until").first()
         if row is None:
-            return None
+            _host(host)  # its first booking
+            continue
         seen, paused_until = row
         start = max(t for t in (now, seen, paused_until) if t is not None)
         won = Host.objects.filter(name=host, next_start_at=seen) if seen is not None else Host.objects.filter(name=host, next_start_at__isnull=True)

@@ -27,6 +27,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from archivebox import hostrules
@@ -98,21 +99,28 @@ def activate(crawl_id=None, max_active: int | None = None, now: dt.datetime | No
     pacings.sort(key=lambda p: in_flight[p.crawl.pk])
     for pacing in pacings:
         pacing.busy = paused | {host for host, slots in live.items() if len(slots) >= pacing.limits(host).snapshots}
-    let_in = 0
-    while room > 0 and pacings:
-        for pacing in list(pacings):
-            if room <= 0:
-                break
-            if let_in_one(pacing, live, now):
-                room -= 1
-                let_in += 1
-            else:
-                pacings.remove(pacing)
-    return let_in
+    starts: list[tuple[object, dt.datetime]] = []
+    # One transaction for the reservations (one commit instead of a few per snapshot); the
+    # snapshots are woken after it, so that no tick sees one before its slot is committed.
+    with transaction.atomic():
+        while room > 0 and pacings:
+            for pacing in list(pacings):
+                if room <= 0:
+                    break
+                if let_in_one(pacing, live, now, starts):
+                    room -= 1
+                else:
+                    pacings.remove(pacing)
+    for snapshot_id, start in starts:
+        if start > now:
+            hostleases.wake_at([snapshot_id], start)
+    wake_rows(Snapshot, [snapshot_id for snapshot_id, start in starts if start <= now])
+    return len(starts)
 
 
-def let_in_one(pacing: CrawlPacing, live: dict[str, list[HeldSlot]], now: dt.datetime) -> bool:
-    """Let the crawl's next snapshot in, from the next of its hosts that may start one."""
+def let_in_one(pacing: CrawlPacing, live: dict[str, list[HeldSlot]], now: dt.datetime, starts: list) -> bool:
+    """Let the crawl's next snapshot in, from the next of its hosts that may start one
+    (its id and booked start are added to ``starts``)."""
     crawl = pacing.crawl
     cursor = CURSORS.get(crawl.pk, "")
     for start in ([cursor, ""] if cursor else [""]):
@@ -122,7 +130,7 @@ def let_in_one(pacing: CrawlPacing, live: dict[str, list[HeldSlot]], now: dt.dat
                 break
             for host in hosts:
                 start = host
-                if reserve_next(pacing, host, live, now):
+                if reserve_next(pacing, host, live, now, starts):
                     CURSORS[crawl.pk] = host
                     return True
                 pacing.busy.add(host)
@@ -148,7 +156,7 @@ def next_hosts(crawl_id, after: str, busy: set[str]) -> list[str]:
         return [row[0] for row in cursor.fetchall()]
 
 
-def reserve_next(pacing: CrawlPacing, host: str, live: dict[str, list[HeldSlot]], now: dt.datetime) -> bool:
+def reserve_next(pacing: CrawlPacing, host: str, live: dict[str, list[HeldSlot]], now: dt.datetime, starts: list) -> bool:
     """Take a slot of ``host`` and book a start for the crawl's next snapshot of it."""
     limits = pacing.limits(host)
     held = live.setdefault(host, [])
@@ -173,10 +181,7 @@ def reserve_next(pacing: CrawlPacing, host: str, live: dict[str, list[HeldSlot]]
             hostleases.reserve(host, index, str(snapshot_id), snapshot_id, start, ttl, machine_id(config))
         held.append(HeldSlot(hostleases.slot_key(host, index), host, str(snapshot_id), pacing.crawl.pk, start,
                              start + dt.timedelta(seconds=ttl), True))
-        if start > now:
-            hostleases.wake_at([snapshot_id], start)
-        else:
-            wake_rows(Snapshot, [snapshot_id])
+        starts.append((snapshot_id, start))
         logger.debug("snapshot %s of %s let in, to start at %s", snapshot_id, host, start.isoformat(timespec="milliseconds"))
         return True
     return False
