@@ -78,6 +78,21 @@ def test_parse_rss_urls_refuses_external_entities(snapshot_factory):
     assert run.status == "failed" and "refused" in run.result["output_str"], run
 
 
+def test_parse_rss_urls_refuses_a_quadratic_blowup_and_parameter_entities(snapshot_factory):
+    """One big entity referenced many times (no nesting), and an external parameter entity:
+    both are declarations, refused before feedparser reads anything."""
+    quadratic = (b'<?xml version="1.0"?><!DOCTYPE rss [<!ENTITY big "' + b"x" * 50_000 + b'">]><rss version="2.0"><channel>'
+                 b"<item><title>" + b"&big;" * 20_000 + b"</title><link>http://q.example/</link></item></channel></rss>")
+    parameter = (b'<?xml version="1.0"?><!DOCTYPE rss [<!ENTITY % p SYSTEM "http://127.0.0.1:1/evil.dtd"> %p;]>'
+                 b"<rss version='2.0'><channel><item><link>http://p.example/</link></item></channel></rss>")
+    for name, body in (("quadratic", quadratic), ("parameter", parameter)):
+        snap = snapshot_factory(f"http://127.0.0.1:9/{name}.rss")
+        snap.fake_wget(body, content_type="application/rss+xml", name=f"h/{name}.rss")
+        run = snap.run("parse_rss_urls")
+        assert run.returncode == 0 and run.status == "failed" and "refused" in run.result["output_str"], run
+        assert run.urls() == []
+
+
 def test_parse_rss_urls_not_a_feed_and_garbage(site, snapshot_factory):
     snap = snapshot_factory(site.url("/page-01.html"))
     assert snap.run("wget").status == "succeeded"
