@@ -12,9 +12,12 @@ depends on still exist, so an upgrade that moves them fails loudly instead of si
    django-huey-monitor's models.
 
 Private names of libraries the project still uses, each asserted by ``tests/test_tuning.py``:
-``huey.storage.psycopg`` (1), and ``SqliteStorage._create_connection``, the per-backend hook
+``huey.storage.psycopg`` (1); ``SqliteStorage._create_connection``, the per-backend hook
 of Huey's SQL storages that ``broker.huey_ext.DoorbellSqliteStorage`` extends (WAL with
-``synchronous=NORMAL``, tables created on first use; no public option sets either).
+``synchronous=NORMAL``, tables created on first use; no public option sets either); and a
+consumer's ``worker_threads`` with ``environment.is_alive``, undocumented attributes that
+``broker.huey_ext.ArchiveboxConsumer.workers_alive`` reads to know whether a graceful stop
+left a worker running (Huey's ``stop`` does not say, and no public API does).
 
 Measured and removed (they gained less than 5 %): the GIL switch interval of 1 ms in worker
 processes, glibc's malloc arena cap, and ``ObservedModel.from_db`` skipping ``Model.__init__``.
