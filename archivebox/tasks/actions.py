@@ -19,11 +19,11 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from archivebox import fulltext
 from archivebox.core import rowsql
 from archivebox.core.models import ArchiveResult, Crawl, Snapshot
 from archivebox.core.reads import crawl_option, owner_layers, parked
 from archivebox.hooks.catalog import catalog
-from archivebox.plugins.search import fts
 from archivebox.tasks import registry
 from archivebox.tasks.dispatch import kick, wake_rows
 from archivebox.transitions.archiveresult import transition_archiveresult_reopen, transition_archiveresult_rerun
@@ -159,13 +159,13 @@ def remove_snapshots(snapshot_ids, delete_files: bool = True) -> Removed:
     ids = list(snapshot_ids)
     done = Removed()
     folders = [snapshot.output_dir for snapshot in Snapshot.objects.filter(pk__in=ids).only("id")]
-    search_db = settings.DATA_DIR / "search.sqlite3"
+    search_db = fulltext.database(settings.DATA_DIR)
     for start in range(0, len(ids), 500):
         batch = ids[start:start + 500]
         with transaction.atomic():
             done.snapshots += Snapshot.objects.filter(pk__in=batch).delete()[1].get(Snapshot._meta.label, 0)
         for snapshot_id in batch:
-            fts.remove_snapshot(str(search_db), snapshot_id)
+            fulltext.remove_snapshot(str(search_db), snapshot_id)
     archive = settings.ARCHIVE_DIR.resolve()
     for folder in folders:
         if not folder.exists():

@@ -3,8 +3,9 @@
 
 Text source, first found: ``htmltotext/htmltotext.txt``, ``readability/article.txt``,
 else only the title. The title comes from ``title/title.txt`` (else
-``readability/article.json``). The database is ``$DATA_DIR/search.sqlite3``
-(see ``fts.py`` beside this file); re-running replaces the snapshot's row.
+``readability/article.json``). The database is ``$DATA_DIR/search.sqlite3``, the
+engine's full-text index (``archivebox.fulltext``, which imports nothing of the engine
+and answers ``archivebox search``); re-running replaces the snapshot's row.
 Without ``DATA_DIR`` the collection root is guessed from ``SNAP_DIR`` when it
 lives under ``<root>/archive/``.
 """
@@ -13,7 +14,6 @@ import os
 from archivebox import pluginkit as H
 
 PLUGIN = "search"
-DB_NAME = "search.sqlite3"
 TEXT_SOURCES = (("htmltotext", "htmltotext.txt"), ("readability", "article.txt"))
 
 
@@ -64,23 +64,23 @@ def main():
     root = data_dir_for(snap)
     if not root:
         H.finish("skipped", "DATA_DIR is not set")
-    db_path = os.path.join(root, DB_NAME)
-
     import sqlite3
 
-    from archivebox.plugins.search import fts
+    from archivebox import fulltext
+
+    db_path = str(fulltext.database(root))
 
     timeout = H.timeout_for(PLUGIN, 60)
     H.arm_timeout(timeout, "indexing")
     try:
-        fts.index_snapshot(db_path, snapshot_id, url, title, text or "")
+        fulltext.index_snapshot(db_path, snapshot_id, url, title, text or "")
     except sqlite3.Error as err:
         H.transient(f"could not write {db_path}: {err}")
     finally:
         H.disarm_timeout()
     chars = len(text or "")
     H.finish("succeeded", f"indexed {chars} chars from {source}", {
-        "db": DB_NAME, "snapshot_id": snapshot_id, "source": source, "chars": chars, "title": title,
+        "db": fulltext.DB_NAME, "snapshot_id": snapshot_id, "source": source, "chars": chars, "title": title,
     })
 
 
