@@ -5,8 +5,9 @@ layer must reach above it is connected here, by :meth:`EngineConfig.ready`:
 
 * the actor types (which rows the ticks handle, and how) are registered for the
   dispatchers and the tick tasks to look up by name;
-* the side-effect functions are registered on their Huey queue, and the transitions'
-  :class:`~archivebox.transitions.effects.Effect` requests are connected to it.
+* the side-effect functions are registered on their Huey queue (each for its
+  :class:`~archivebox.transitions.effects.Effect` class; a class without one stops the
+  start), and the transitions' effect requests are connected to it.
 
 Every process gets the same wiring: the CLI, the Huey consumers, the web server and the tests.
 """
@@ -24,11 +25,11 @@ class EngineConfig(AppConfig):
     def ready(self) -> None:
         # Imported here, not at the top: these modules import models, which Django loads
         # only after every app's config is known.
-        from archivebox.sideeffects import queue  # noqa: PLC0415
-        from archivebox.sideeffects.registry import SIDEEFFECTS  # noqa: PLC0415
+        from archivebox.sideeffects import queue, registry as sideeffects  # noqa: PLC0415
         from archivebox.tasks import actor_types, orchestrator, registry, ticks  # noqa: PLC0415,F401 - their tasks join the ticks queue
         from archivebox.transitions import effects  # noqa: PLC0415
 
         for actor_type in actor_types.ENGINE_ACTOR_TYPES:
             registry.register(actor_type)
-        effects.connect(queue.sender(SIDEEFFECTS))
+        sideeffects.check()
+        effects.connect(queue.send)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 
+from archivebox.core.graphs import ProcessGraph
 from archivebox import boot
 
 boot.setup()
@@ -27,7 +28,7 @@ POOLS = ("ticks", "sideeffects")
 def check(pool: str) -> str | None:
     """None when the pool is alive on this machine, else the reason it is not."""
     guid = local_machine_guid(settings.ENGINE.machine_id)
-    alive = Process.objects.filter(kind=Process.Kind.WORKER, status="running", machine__guid=guid,
+    alive = Process.objects.filter(kind=Process.Kind.WORKER, status=ProcessGraph.running, machine__guid=guid,
                                    pool=pool, retry_at__gt=timezone.now())
     if alive.exists():
         return None

@@ -25,6 +25,7 @@ from ninja.security import APIKeyHeader, APIKeyQuery, HttpBearer
 from ninja.security.session import SessionAuthIsStaff
 
 from archivebox import fulltext
+from archivebox.core.graphs import SnapshotGraph, CrawlGraph
 from archivebox.api.models import token_for, user_of
 from archivebox.core.models import ArchiveResult, Crawl, Schedule, Snapshot, Tag
 from archivebox.core.models.schedule import BadSchedule
@@ -458,7 +459,7 @@ class SnapshotUpdateSchema(Schema):
 def patch_snapshot(request: HttpRequest, snapshot_id: uuid.UUID, data: SnapshotUpdateSchema):
     require(request, "core.change_snapshot")
     snapshot = get_object_or_404(Snapshot, pk=snapshot_id)
-    if data.status not in (None, "sealed", "failed"):
+    if data.status not in (None, *SnapshotGraph.finals):
         return 400, {"success": False, "errors": [f"status can only be set to sealed or failed, not {data.status!r}"]}
     if data.title is not None:
         Snapshot.objects.filter(pk=snapshot.pk).update(title=data.title)
@@ -591,7 +592,7 @@ def get_crawl(request: HttpRequest, crawl_id: uuid.UUID):
 def patch_crawl(request: HttpRequest, crawl_id: uuid.UUID, data: CrawlUpdateSchema):
     require(request, "core.change_crawl")
     crawl = get_object_or_404(Crawl, pk=crawl_id)
-    if data.status not in (None, "sealed", "failed"):
+    if data.status not in (None, *CrawlGraph.finals):
         return 400, {"success": False, "errors": [f"status can only be set to sealed or failed, not {data.status!r}"]}
     if data.status:
         cancel_crawl(crawl.pk)

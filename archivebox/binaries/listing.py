@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from archivebox.binaries.models import Binary
+from archivebox.binaries.models import Binary, BinaryGraph
 from archivebox.core.models import Machine
 
 
 def as_json(row: Binary) -> dict:
     return {"name": row.name, "status": row.status, "version": row.version, "binprovider": row.binprovider,
             "abspath": row.abspath, "machine": str(row.machine), "binproviders": row.binproviders,
-            "min_version": row.min_version, "reason": row.output if row.status == "failed" else "",
+            "min_version": row.min_version, "reason": row.output if row.status == BinaryGraph.failed else "",
             "installed_at": row.installed_at.isoformat() if row.installed_at else None}
 
 
 def line(row: Binary) -> str:
-    if row.status == "installed":
+    if row.status == BinaryGraph.installed:
         return f"  ✓ {row.name:24} {row.version or '?':14} {row.binprovider:8} {row.abspath}"
-    if row.status == "failed":
+    if row.status == BinaryGraph.failed:
         return f"  ✗ {row.name:24} failed: {row.output}"
     return f"  … {row.name:24} {row.status}{f' by {row.holder}' if row.holder else ''}"
 
@@ -31,4 +31,4 @@ def summary(machine: Machine) -> dict:
     counts: dict[str, int] = {}
     for row in rows:
         counts[row.status] = counts.get(row.status, 0) + 1
-    return {"counts": counts, "failed": [{"name": r.name, "reason": r.output} for r in rows if r.status == "failed"]}
+    return {"counts": counts, "failed": [{"name": r.name, "reason": r.output} for r in rows if r.status == BinaryGraph.failed]}

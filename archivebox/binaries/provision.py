@@ -35,7 +35,7 @@ from django.conf import settings
 from django.db import IntegrityError
 from django.utils import timezone
 
-from archivebox.binaries.models import Binary
+from archivebox.binaries.models import Binary, BinaryGraph
 from archivebox.binaries.requests import BinaryRequest
 from archivebox.config import EngineConfig
 from archivebox.core.models import Machine, Process
@@ -91,7 +91,7 @@ def row_for(machine: Machine, name: str, key: str, **spec) -> Binary:
 
 def usable(row: Binary) -> bool:
     """An installed row whose file is still there."""
-    return row.status == "installed" and bool(row.abspath) and os.path.exists(row.abspath)
+    return row.status == BinaryGraph.installed and bool(row.abspath) and os.path.exists(row.abspath)
 
 
 def provide(row: Binary, install: Installer, config: EngineConfig, *, force: bool = False,
@@ -103,17 +103,17 @@ def provide(row: Binary, install: Installer, config: EngineConfig, *, force: boo
     give_up = time.monotonic() + config.binary_install_timeout + 2 * LEASE_MARGIN
     while True:
         now = clock()
-        if row.status == "installed":
+        if row.status == BinaryGraph.installed:
             if usable(row) and not force:
                 return row
             force = False  # reopened once: what follows is this request's install
-            move(row, "installed", "queued", now=now, retry_at=now, expect={"modified_at": row.modified_at})
-        elif row.status == "failed":
+            move(row, BinaryGraph.installed, BinaryGraph.queued, now=now, retry_at=now, expect={"modified_at": row.modified_at})
+        elif row.status == BinaryGraph.failed:
             retry_from = row.modified_at + dt.timedelta(seconds=config.binary_retry_after)
             if now < retry_from and not force:
                 raise Unavailable(f"{row.name}: {row.output}")
             force = False
-            move(row, "failed", "queued", now=now, retry_at=now, expect={"modified_at": row.modified_at})
+            move(row, BinaryGraph.failed, BinaryGraph.queued, now=now, retry_at=now, expect={"modified_at": row.modified_at})
         elif _claim(row, holder, now, lease):
             return _install(row, install, clock)
         elif time.monotonic() > give_up:
@@ -125,12 +125,12 @@ def provide(row: Binary, install: Installer, config: EngineConfig, *, force: boo
 
 def _claim(row: Binary, holder: str, now: dt.datetime, lease: dt.timedelta) -> bool:
     """Take the install: a queued row that is due, or an installing one whose lease expired."""
-    if row.status == "queued":
-        return move(row, "queued", "installing", now=now, retry_at=now + lease, expect={"retry_at__lte": now},
+    if row.status == BinaryGraph.queued:
+        return move(row, BinaryGraph.queued, BinaryGraph.installing, now=now, retry_at=now + lease, expect={"retry_at__lte": now},
                     fields={"holder": holder})
-    if row.status == "installing" and row.retry_at is not None and row.retry_at < now:
+    if row.status == BinaryGraph.installing and row.retry_at is not None and row.retry_at < now:
         logger.warning("binary %s: the install by %s did not finish in time, taking it over", row.name, row.holder)
-        return move(row, "installing", "installing", now=now, retry_at=now + lease, expect={"retry_at": row.retry_at},
+        return move(row, BinaryGraph.installing, BinaryGraph.installing, now=now, retry_at=now + lease, expect={"retry_at": row.retry_at},
                     fields={"holder": holder})
     return False
 
@@ -141,12 +141,12 @@ def _install(row: Binary, install: Installer, clock: Callable[[], dt.datetime]) 
         found = install(row)
     except Unavailable as err:
         reason = str(err)
-        move(row, "installing", "failed", now=clock(), expect={"holder": row.holder},
+        move(row, BinaryGraph.installing, BinaryGraph.failed, now=clock(), expect={"holder": row.holder},
              fields={"output": reason[:2000], "holder": ""})
         logger.warning("binary %s could not be had: %s", row.name, reason)
         raise Unavailable(f"{row.name}: {reason}") from None
     now = clock()
-    move(row, "installing", "installed", now=now, expect={"holder": row.holder},
+    move(row, BinaryGraph.installing, BinaryGraph.installed, now=now, expect={"holder": row.holder},
          fields={"abspath": found.abspath, "version": found.version[:64], "sha256": found.sha256[:64],
                  "binprovider": found.binprovider[:31], "env": found.env or {}, "holder": "", "output": "",
                  "installed_at": now})

@@ -17,6 +17,7 @@ import time
 from django.conf import settings
 from django.utils import timezone
 
+from archivebox.core.graphs import ArchiveResultGraph, CrawlGraph, SnapshotGraph
 from archivebox.binaries import provision
 from archivebox.cli import CommandError
 from archivebox.cli.common import at_least, read_lines, setup_django
@@ -134,7 +135,7 @@ def run(args) -> int:
         return 1
     if outcome == INTERRUPTED:
         return 130
-    return 1 if errors or crawl.status == "failed" else 0
+    return 1 if errors or crawl.status == CrawlGraph.failed else 0
 
 
 def crawl_done(crawl_id) -> bool:
@@ -183,11 +184,11 @@ def print_summary(crawl: Crawl, finished: bool) -> None:
     state = crawl.status if finished else f"{crawl.status} (interrupted: it will continue when workers run)"
     print(f"Crawl {crawl.pk}: {state} after {elapsed:.1f}s")
     print(f"  snapshots: {counts.snapshots_done}/{counts.snapshots_total} finished "
-          f"({counts.snapshots_by_status.get('sealed', 0)} sealed, {counts.snapshots_by_status.get('failed', 0)} failed)")
+          f"({counts.snapshots_by_status.get(SnapshotGraph.sealed, 0)} sealed, {counts.snapshots_by_status.get(SnapshotGraph.failed, 0)} failed)")
     results = counts.results_by_status
-    print(f"  results:   {results.get('succeeded', 0)} succeeded, {results.get('failed', 0)} failed, "
-          f"{results.get('skipped', 0)} skipped, {results.get('noresults', 0)} found nothing, "
-          f"{results.get('queued', 0) + results.get('started', 0)} unfinished")
+    print(f"  results:   {results.get(ArchiveResultGraph.succeeded, 0)} succeeded, {results.get(ArchiveResultGraph.failed, 0)} failed, "
+          f"{results.get(ArchiveResultGraph.skipped, 0)} skipped, {results.get(ArchiveResultGraph.noresults, 0)} found nothing, "
+          f"{results.get(ArchiveResultGraph.queued, 0) + results.get(ArchiveResultGraph.started, 0)} unfinished")
     print(f"  archive:   {settings.ARCHIVE_DIR}")
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
+from archivebox.core.graphs import ArchiveResultGraph
 from archivebox.cli import CommandError
 from archivebox.cli.cmd_list import add_filter_arguments, filter_of, selected
 from archivebox.cli.common import at_least, setup_django
@@ -73,7 +74,7 @@ def run(args) -> int:
     if not run_until(done, args.workers):
         return 130
     results = ArchiveResult.objects.filter(snapshot_id__in=reopened, plugin__in=plugins)
-    counts = {status: results.filter(status=status).count() for status in ("succeeded", "noresults", "failed", "skipped")}
-    print(f"Done: {counts['succeeded']} succeeded, {counts['noresults']} found nothing, {counts['failed']} failed, "
-          f"{counts['skipped']} skipped.")
-    return 1 if counts["failed"] else 0
+    counts = {state: results.filter(status=state).count() for state in (ArchiveResultGraph.succeeded, ArchiveResultGraph.noresults, ArchiveResultGraph.failed, ArchiveResultGraph.skipped)}
+    print(f"Done: {counts[ArchiveResultGraph.succeeded]} succeeded, {counts[ArchiveResultGraph.noresults]} found nothing, {counts[ArchiveResultGraph.failed]} failed, "
+          f"{counts[ArchiveResultGraph.skipped]} skipped.")
+    return 1 if counts[ArchiveResultGraph.failed] else 0

@@ -14,7 +14,7 @@ import json
 from django.conf import settings
 
 from archivebox.binaries import hookrun, listing, provision
-from archivebox.binaries.models import Binary
+from archivebox.binaries.models import Binary, BinaryGraph
 from archivebox.binaries.provision import Unavailable
 from archivebox.binaries.requests import BinaryRequest
 from archivebox.cli.common import setup_django
@@ -84,7 +84,7 @@ def run(args) -> int:
         runtime_row = Binary.objects.filter(machine=machine, name="python").order_by("-modified_at").first()
         if runtime_row is not None:
             rows.append(runtime_row)
-    if runtime_row is None or runtime_row.status == "installed":
+    if runtime_row is None or runtime_row.status == BinaryGraph.installed:
         for request in requests:
             try:
                 rows.append(provision.ensure(request, machine, settings.ENGINE, force=args.force))

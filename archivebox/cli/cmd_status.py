@@ -11,6 +11,7 @@ import json
 from django.conf import settings
 from django.utils import timezone
 
+from archivebox.core.graphs import ProcessGraph
 from archivebox.binaries import listing
 from archivebox.broker import repair
 from archivebox.cli.common import setup_django
@@ -35,7 +36,7 @@ def gather() -> dict:
         report["models"][model.__name__] = {status: counts.get(status, 0) for status in model.graph.states if counts.get(status)}
         due = model.objects.filter(retry_at__lte=now)
         if model is Process:
-            due = due.exclude(kind=Process.Kind.WORKER, status="running")  # a live worker's retry_at is its heartbeat
+            due = due.exclude(kind=Process.Kind.WORKER, status=ProcessGraph.running)  # a live worker's retry_at is its heartbeat
         row = due.order_by("retry_at").values_list("pk", "retry_at", "status").first()
         if row:
             oldest.append((row[1], model.__name__, row[0], row[2]))

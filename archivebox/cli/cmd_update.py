@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 
+from archivebox.core.graphs import ArchiveResultGraph
 from archivebox.cli.common import parse_uuid, setup_django
 from archivebox.core.models import ArchiveResult, Snapshot
 from archivebox.cli.waiting import run_until
@@ -36,6 +37,6 @@ def run(args) -> int:
         return 0
     done = lambda: not Snapshot.objects.filter(pk__in=snapshot_ids, retry_at__isnull=False).exists()  # noqa: E731
     finished = run_until(done)
-    remaining = ArchiveResult.objects.filter(snapshot_id__in=snapshot_ids, status="failed").count()
+    remaining = ArchiveResult.objects.filter(snapshot_id__in=snapshot_ids, status=ArchiveResultGraph.failed).count()
     print(f"Done: {remaining} result(s) still failed." if finished else "Interrupted: the rest continues when workers run.", file=sys.stdout)
     return 0 if finished else 130

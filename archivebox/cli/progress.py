@@ -10,6 +10,7 @@ from typing import TextIO
 from django.db.models import Count
 from django.utils import timezone
 
+from archivebox.core.graphs import ArchiveResultGraph, ProcessGraph, SnapshotGraph
 from archivebox.core.models import ArchiveResult, Crawl, Machine, Process, Snapshot
 from archivebox.process import runner
 
@@ -43,7 +44,7 @@ class CrawlCounts:
 
     @property
     def snapshots_done(self) -> int:
-        return self.snapshots_by_status.get("sealed", 0) + self.snapshots_by_status.get("failed", 0)
+        return sum(self.snapshots_by_status.get(state, 0) for state in SnapshotGraph.finals)
 
     @property
     def results_done(self) -> int:
@@ -62,7 +63,7 @@ def pools_alive(machine: Machine | None = None) -> bool:
     """True if a ticks pool and a side-effects pool are alive: their heartbeat is fresh and,
     for a worker of ``machine`` (this one), its process is still there (a worker killed a
     moment ago keeps a fresh heartbeat until it expires)."""
-    live = Process.objects.filter(kind=Process.Kind.WORKER, status="running", retry_at__gt=timezone.now())
+    live = Process.objects.filter(kind=Process.Kind.WORKER, status=ProcessGraph.running, retry_at__gt=timezone.now())
     pools = set()
     for pool, machine_id, pid, pid_started in live.values_list("pool", "machine_id", "pid", "pid_started"):
         if machine is None or machine_id != machine.pk or runner.is_running(pid, pid_started):
@@ -74,11 +75,11 @@ def progress_text(counts: CrawlCounts, elapsed: float) -> str:
     """``3/10 snapshots sealed (1 failed) | results 12 done, 2 failed, 4 running | 12.3s``."""
     snapshots = counts.snapshots_by_status
     results = counts.results_by_status
-    failed = f" ({snapshots['failed']} failed)" if snapshots.get("failed") else ""
-    running = results.get("started", 0)
-    waiting = results.get("queued", 0)
-    return (f"{snapshots.get('sealed', 0)}/{counts.snapshots_total} snapshots sealed{failed} | "
-            f"results {counts.results_done} done, {results.get('failed', 0)} failed, {running} running, {waiting} waiting | "
+    failed = f" ({snapshots[SnapshotGraph.failed]} failed)" if snapshots.get(SnapshotGraph.failed) else ""
+    running = results.get(ArchiveResultGraph.started, 0)
+    waiting = results.get(ArchiveResultGraph.queued, 0)
+    return (f"{snapshots.get(SnapshotGraph.sealed, 0)}/{counts.snapshots_total} snapshots sealed{failed} | "
+            f"results {counts.results_done} done, {results.get(ArchiveResultGraph.failed, 0)} failed, {running} running, {waiting} waiting | "
             f"{elapsed:.1f}s")
 
 

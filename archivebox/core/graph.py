@@ -54,6 +54,18 @@ class State:
             if target not in self.reopens:
                 self.reopens.append(target)
 
+    def __eq__(self, other: object) -> bool:
+        """A state equals itself and its name: ``result.status == ArchiveResultGraph.succeeded``
+        compares a row's stored value with the graph's state (and a state works as a query value)."""
+        if isinstance(other, State):
+            return self is other
+        if isinstance(other, str):
+            return self.name == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
     def __repr__(self) -> str:
         return f"<State {self.name}>"
 

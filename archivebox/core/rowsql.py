@@ -40,7 +40,7 @@ def dispatch_claim(model, statuses, now: dt.datetime, token: dt.datetime, limit:
     db = db_connection()
     table, pk_column = model._meta.db_table, model._meta.pk.column
     marks = ", ".join(["%s"] * len(statuses))
-    params = [db_datetime(token, db), True, False, db_datetime(now, db), *statuses]
+    params = [db_datetime(token, db), True, False, db_datetime(now, db), *map(str, statuses)]
     only = ""
     if ids is not None:
         ids = list(ids)
@@ -67,7 +67,7 @@ def _by_retry_at(model, select: str, comparison: str, statuses, now: dt.datetime
     sql = (f"SELECT {select} FROM {model._meta.db_table}{_by_due_index(model)} WHERE retry_at {comparison} %s "
            f"AND status IN ({', '.join(['%s'] * len(statuses))}){tail}")
     with db.cursor() as cursor:
-        cursor.execute(sql, [db_datetime(now, db), *statuses])
+        cursor.execute(sql, [db_datetime(now, db), *map(str, statuses)])
         return cursor.fetchone()
 
 

@@ -14,6 +14,7 @@ import sys
 
 from django.utils import timezone
 
+from archivebox.core.graphs import ProcessGraph
 from archivebox.core.models import Machine, Process
 from archivebox.process import runner
 from archivebox.transitions.cas import move
@@ -32,7 +33,7 @@ def register_worker(machine: Machine, label: str, heartbeat_ttl: float, pool: st
         kind=Process.Kind.WORKER, machine=machine, cmd=list(sys.argv), pwd=os.getcwd(), label=label, pool=pool,
         retry_at=now + dt.timedelta(seconds=heartbeat_ttl),
     )
-    move(row, "queued", "running", now=now, retry_at=now + dt.timedelta(seconds=heartbeat_ttl),
+    move(row, ProcessGraph.queued, ProcessGraph.running, now=now, retry_at=now + dt.timedelta(seconds=heartbeat_ttl),
          fields={"pid": os.getpid(), "pid_started": runner.start_time(os.getpid()), "started_at": now})
     _current[os.getpid()] = row
     return row
@@ -48,9 +49,9 @@ def heartbeat(row: Process, heartbeat_ttl: float) -> bool:
     mark its machine as seen now; False if the worker's row was closed meanwhile."""
     now = timezone.now()
     deadline = now + dt.timedelta(seconds=heartbeat_ttl)
-    Process.objects.filter(parent=row, kind__in=HELPERS, status="running").update(retry_at=deadline, modified_at=now)
+    Process.objects.filter(parent=row, kind__in=HELPERS, status=ProcessGraph.running).update(retry_at=deadline, modified_at=now)
     Machine.objects.filter(pk=row.machine_id).update(last_seen=now)
-    return bool(Process.objects.filter(pk=row.pk, status="running").update(retry_at=deadline, modified_at=now))
+    return bool(Process.objects.filter(pk=row.pk, status=ProcessGraph.running).update(retry_at=deadline, modified_at=now))
 
 
 def close_worker(row: Process, reason: str) -> None:

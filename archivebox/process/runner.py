@@ -28,6 +28,7 @@ from django.db import IntegrityError, InterfaceError, OperationalError, connecti
 from django.utils import timezone
 
 from archivebox.core.models import Machine, Process
+from archivebox.core.graphs import ProcessGraph
 from archivebox.lifecycle import notify
 from archivebox.core import diskspace, rowsql
 from archivebox.transitions.cas import move
@@ -226,7 +227,7 @@ def launch(row: Process, env: Mapping[str, str], deadline_grace: float = 30.0, s
                   stdout_path=str(stdout_path), stderr_path=str(stderr_path))
     recorded = []
     try:
-        persistently(lambda: recorded.append(move(row, "queued", "running", now=now, retry_at=deadline, fields=fields)),
+        persistently(lambda: recorded.append(move(row, ProcessGraph.queued, ProcessGraph.running, now=now, retry_at=deadline, fields=fields)),
                      row.label, patience=RECORD_START_PATIENCE)
         if not recorded[-1]:
             raise LaunchRefused(f"{row.label}: its row is no longer queued (closed meanwhile)")
@@ -458,7 +459,7 @@ def _sibling_groups(row: Process) -> set[int]:
     """Process groups of the other hooks running from the same folder on this machine."""
     if not row.pwd:
         return set()
-    others = Process.objects.filter(machine_id=row.machine_id, pwd=row.pwd, status="running", kind=Process.Kind.HOOK)
+    others = Process.objects.filter(machine_id=row.machine_id, pwd=row.pwd, status=ProcessGraph.running, kind=Process.Kind.HOOK)
     return {pid for pid in others.exclude(pk=row.pk).values_list("pid", flat=True) if pid}
 
 
@@ -525,13 +526,13 @@ def close_unlaunched(row: Process, reason: str, permanent: bool = False, interru
     outcome = {"result": None, "permanent": permanent, "notes": [reason]}
     if interrupted:
         outcome["interrupted"] = True
-    return move(row, "queued", "exited", now=now, fields=dict(reason=reason[:255], ended_at=now, result_json=outcome))
+    return move(row, ProcessGraph.queued, ProcessGraph.exited, now=now, fields=dict(reason=reason[:255], ended_at=now, result_json=outcome))
 
 
 def finish(row: Process, exit_code: int | None, reason: str = "", result_json: dict | None = None,
            ended_at: dt.datetime | None = None) -> bool:
     """Record the end of a subprocess: running -> exited (``ended_at``: when it exited, if known)."""
     now = timezone.now()
-    return move(row, "running", "exited", now=now, fields=dict(
+    return move(row, ProcessGraph.running, ProcessGraph.exited, now=now, fields=dict(
         exit_code=exit_code, reason=reason[:255], ended_at=ended_at or now, result_json=result_json,
     ))

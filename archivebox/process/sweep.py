@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 
+from archivebox.core.graphs import ProcessGraph
 from archivebox.core.models import Machine, Process
 from archivebox.process import runner
 
@@ -21,13 +22,13 @@ def owner_alive(row: Process) -> bool:
     parent = row.parent
     if parent is None:
         return True
-    return parent.status == "running" and runner.is_running(parent.pid, parent.pid_started)
+    return parent.status == ProcessGraph.running and runner.is_running(parent.pid, parent.pid_started)
 
 
 def sweep_workers(machine: Machine, exclude_pid: int | None = None) -> int:
     """Close the rows of this machine's workers (and their helpers) whose process is gone."""
     closed = 0
-    rows = Process.objects.filter(machine=machine, status="running").exclude(kind=Process.Kind.HOOK).select_related("parent")
+    rows = Process.objects.filter(machine=machine, status=ProcessGraph.running).exclude(kind=Process.Kind.HOOK).select_related("parent")
     for row in rows:
         if row.pid == exclude_pid:
             continue

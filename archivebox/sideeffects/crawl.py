@@ -8,9 +8,11 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from archivebox.core.graphs import ArchiveResultGraph, SnapshotGraph, CrawlGraph
 from archivebox.core.models import ArchiveResult, Crawl, Snapshot, Tag
 from archivebox.core.urlcheck import is_valid_url
 from archivebox.sideeffects.queue import sideeffect
+from archivebox.transitions.effects import ActivateSnapshots, CrawlFinished, CrawlStarted, CreateRootSnapshots
 from archivebox.core.reads import crawl_option, parked, results_of
 from archivebox.core.urlinput import Seed
 from archivebox.sideeffects.results import create_results
@@ -22,14 +24,14 @@ logger = logging.getLogger(__name__)
 BATCH = 500
 
 
-@sideeffect
+@sideeffect(CrawlStarted)
 def crawl_started(crawl_id) -> None:
     """Create the crawl's own hook results (step 0 due now), then let the crawl look."""
     crawl = Crawl.objects.filter(pk=crawl_id).first()
-    if crawl is None or crawl.status != "started":
+    if crawl is None or crawl.status != CrawlGraph.started:
         return
     create_results(crawl, None, timezone.now())
-    due = results_of("Crawl", crawl.pk).filter(status="queued", step__lte=crawl.current_step).values_list("pk", flat=True)
+    due = results_of("Crawl", crawl.pk).filter(status=ArchiveResultGraph.queued, step__lte=crawl.current_step).values_list("pk", flat=True)
     wake_rows(ArchiveResult, due)
     wake_rows(Crawl, [crawl.pk])
 
@@ -91,19 +93,19 @@ def activate(crawl_id, max_active: int) -> int:
     now = timezone.now()
     # Due queued snapshots are few (their start is on its way): count them by the due index,
     # not by the status index, which would walk every parked one.
-    in_flight = Snapshot.objects.filter(status="started").count() + rowsql.count_due(Snapshot, ("queued",), now)
+    in_flight = Snapshot.objects.filter(status=SnapshotGraph.started).count() + rowsql.count_due(Snapshot, (SnapshotGraph.queued,), now)
     room = max_active - in_flight
     if room <= 0:
         return 0
-    parked_ids = (Snapshot.objects.filter(crawl_id=crawl_id, status="queued", retry_at__gt=now)
+    parked_ids = (Snapshot.objects.filter(crawl_id=crawl_id, status=SnapshotGraph.queued, retry_at__gt=now)
                   .order_by("depth", "created_at").values_list("pk", flat=True)[:room])
     return wake_rows(Snapshot, list(parked_ids))
 
 
-@sideeffect
+@sideeffect(CreateRootSnapshots)
 def create_root_snapshots(crawl_id) -> None:
     crawl = Crawl.objects.filter(pk=crawl_id).first()
-    if crawl is None or crawl.status != "started":
+    if crawl is None or crawl.status != CrawlGraph.started:
         return
     seeds = [seed for seed in crawl.seeds if is_valid_url(seed.url)]
     create_snapshots(crawl, seeds, depth=0)
@@ -111,12 +113,12 @@ def create_root_snapshots(crawl_id) -> None:
     wake_rows(Crawl, [crawl.pk])
 
 
-@sideeffect
+@sideeffect(ActivateSnapshots)
 def activate_snapshots(crawl_id) -> None:
     activate(crawl_id, settings.ENGINE.snapshot_max_active)
 
 
-@sideeffect
+@sideeffect(CrawlFinished)
 def crawl_finished(crawl_id) -> None:
     """A crawl is final: anything of it still waiting should notice now, not at its parked date."""
     waiting = Snapshot.objects.filter(crawl_id=crawl_id, retry_at__isnull=False).values_list("pk", flat=True)

@@ -45,6 +45,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from django.utils import timezone
 
+from archivebox.core.graphs import ArchiveResultGraph, CrawlGraph, ProcessGraph, SnapshotGraph
 from archivebox.binaries import hookrun
 from archivebox.binaries.provision import Unavailable
 from archivebox.broker import shutting_down
@@ -67,6 +68,7 @@ from archivebox.sideeffects import browsing
 from archivebox.sideeffects.browsing import browser_for
 from archivebox.sideeffects.crawl import create_snapshots
 from archivebox.sideeffects.queue import sideeffect
+from archivebox.transitions.effects import RunHook
 from archivebox.sideeffects.results import wake_waiting
 from archivebox.tasks.dispatch import wake_rows
 
@@ -118,11 +120,11 @@ class Attempt:
 
 # Running an attempt ----------------------------------------------------------------
 
-@sideeffect
+@sideeffect(RunHook)
 def run_hook(result_id, attempt: int) -> None:
     """Run attempt ``attempt`` of a result's hook (in a pooled thread: the hook may run for hours)."""
     result = rowsql.load(ArchiveResult, [result_id], "crawl", "snapshot").get(result_id)
-    if result is None or result.status != "started" or result.attempts != attempt:
+    if result is None or result.status != ArchiveResultGraph.started or result.attempts != attempt:
         return
     RUNS.submit(result.background, partial(run_attempt, result))
 
@@ -266,7 +268,7 @@ def failure_of(reported: dict | None, stderr_path: str, exit_code: int) -> dict:
     failed, else the last line of its stderr. A program it needs and cannot find is not
     worth another attempt."""
     reported = reported or {}
-    said = (reported.get("output_str") or "").strip() if reported.get("status") == "failed" else ""
+    said = (reported.get("output_str") or "").strip() if reported.get("status") == ArchiveResultGraph.failed else ""
     reason = said or last_line(stderr_path)
     facts = {"reason": reason[:300]} if reason else {}
     if exit_code == 127 or (reason and MISSING_BINARY.search(reason)):
@@ -351,7 +353,7 @@ class Watcher:
         if self.lease_until - now > DAEMON_RENEW:
             return
         try:
-            Process.objects.filter(pk=self.row.pk, status="running").update(
+            Process.objects.filter(pk=self.row.pk, status=ProcessGraph.running).update(
                 retry_at=timezone.now() + dt.timedelta(seconds=DAEMON_LEASE))
             self.lease_until = now + DAEMON_LEASE
         except DatabaseError as err:
@@ -383,12 +385,12 @@ def stop_reason(result_id, attempt: int) -> str | None:
         return None
     if row is None:
         return "result deleted"
-    if row["status"] != "started" or row["attempts"] != attempt:
+    if row["status"] != ArchiveResultGraph.started or row["attempts"] != attempt:
         return "result cancelled"
     if row["stop_requested_at"] is not None:
         return CLEANUP
     owner_status = row["snapshot__status"] or row["crawl__status"]
-    if owner_status in ("sealed", "failed"):
+    if owner_status in SnapshotGraph.finals | CrawlGraph.finals:
         return f"terminated when its {'snapshot' if row['snapshot__status'] else 'crawl'} was {owner_status}"
     return None
 
@@ -530,11 +532,11 @@ def sweep_hooks(machine: Machine, grace: float, exclude_pid: int | None = None) 
     """Take over the hooks this machine's dead workers left behind: close the rows of those
     never launched, adopt those still running, record those that ended. Returns rows closed."""
     closed = 0
-    for row in sweep.orphans(machine, "queued"):
+    for row in sweep.orphans(machine, ProcessGraph.queued):
         if row.parent_id is not None and runner.close_unlaunched(row, "never launched: its worker was gone", interrupted=True):
             closed += 1
             wake_rows(ArchiveResult, [row.archiveresult_id])
-    for row in sweep.orphans(machine, "running"):
+    for row in sweep.orphans(machine, ProcessGraph.running):
         if row.pid == exclude_pid:
             continue
         if runner.is_running(row.pid, row.pid_started):
@@ -552,7 +554,7 @@ def adopt(row: Process) -> bool:
     job = _attempt_of(row)
     if worker is None or job is None:
         return False
-    if not Process.objects.filter(pk=row.pk, status="running", parent_id=row.parent_id).update(parent=worker):
+    if not Process.objects.filter(pk=row.pk, status=ProcessGraph.running, parent_id=row.parent_id).update(parent=worker):
         return False  # another worker adopted it first
     logger.warning("adopting %s (pid %s): its worker is gone", row.label, row.pid)
     running = runner.Running(row, runner.Adopted(row.pid, row.pid_started))
@@ -606,7 +608,7 @@ def stop_hooks(worker: Process, graceful: bool) -> None:
             left = 1  # a second signal: stop them now
     if left:
         STOP.at_once.set()
-        hooks = list(Process.objects.filter(parent=worker, status="running", kind=Process.Kind.HOOK))
+        hooks = list(Process.objects.filter(parent=worker, status=ProcessGraph.running, kind=Process.Kind.HOOK))
         for hook in hooks:
             logger.warning("stopping %s (pid %s) on the way out", hook.label, hook.pid)
             runner.kill_orphan(hook.pid, hook.pid_started, hook.pwd, grace=0.2)

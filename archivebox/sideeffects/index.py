@@ -26,7 +26,6 @@ from django.db import DatabaseError
 
 from archivebox.core.models import ArchiveResult, Snapshot, Tag
 from archivebox.process.threadpool import ThreadPool, Timers
-from archivebox.sideeffects.queue import sideeffect
 from archivebox.core import diskspace, rowsql
 
 logger = logging.getLogger(__name__)
@@ -175,7 +174,6 @@ TIMERS = Timers(ThreadPool("index"))
 DEBOUNCER = Debouncer()
 
 
-@sideeffect
 def write_index(snapshot_id) -> None:
     """A result of the snapshot was recorded. A finished snapshot (a late background hook, a
     re-run) gets its index rewritten a moment later, with whatever else changes meanwhile. A
@@ -187,7 +185,6 @@ def write_index(snapshot_id) -> None:
         DEBOUNCER.defer(snapshot_id)
 
 
-@sideeffect
 def write_final_index(snapshot_id) -> None:
     """The snapshot is sealed or failed: write its index now, whatever was written before."""
     DEBOUNCER.forget(snapshot_id)

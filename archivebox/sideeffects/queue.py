@@ -1,67 +1,82 @@
-"""The ``sideeffects`` queue and the decorator that turns a function into a keyed side effect."""
+"""The ``sideeffects`` queue, and the decorator that makes a function the one that carries out a side effect."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import inspect
 import logging
-from collections.abc import Callable
 
 from django.conf import settings
 from django.db import close_old_connections
 
+from huey.api import TaskWrapper
+
 from archivebox.broker import build_huey
 from archivebox.lifecycle import notify
+from archivebox.transitions.effects import Effect, effect_classes
 
 logger = logging.getLogger(__name__)
 
 huey = build_huey("sideeffects", settings.QUEUE_DIR, settings.REDIS_URL)
 
 
-def sideeffect_key(name: str, args: tuple) -> str:
-    """The idempotency key of one side-effect call: its name and its arguments."""
-    return ":".join([name, *map(str, args)])
+def sideeffect(effect: type[Effect]):
+    """Register the decorated function as what carries out ``effect``, as a task of the
+    ``sideeffects`` queue (named ``sideeffect.<function>``).
 
-
-def sideeffect(func):
-    """Register ``func`` as a side effect on the ``sideeffects`` queue.
-
-    Calling the returned task enqueues it; ``.run(*args)`` runs it here and now. Every
-    side effect must be idempotent for its key (name + arguments): running it twice
-    changes nothing. A failure is logged and reported to plugins, never retried by
-    Huey: the tick that needs the effect notices it is missing and asks again.
+    The function takes the effect's fields as its parameters, in order and by the same
+    names (checked here, at import). Enqueueing is :func:`send`; the task's Huey
+    ``call_local(*args)`` runs it here and now. Every side effect must be idempotent for
+    its key (class + arguments): running it twice changes nothing. A failure is logged and
+    reported to plugins, never retried by Huey: the tick that needs the effect notices it
+    is missing and asks again.
     """
-    name = func.__name__
+    def register(func):
+        _check_parameters(func, effect)
+        if effect in TASKS:
+            raise TypeError(f"{effect.__name__} is carried out by {TASKS[effect].name} already")
+        name = func.__name__
 
-    @functools.wraps(func)
-    def run(*args):
-        key = sideeffect_key(name, args)
-        close_old_connections()
-        notify("on_sideeffect_started", name=name, key=key)
-        try:
-            func(*args)
-        except Exception as err:
-            logger.exception("side effect %s failed", key)
-            notify("on_sideeffect_failed", name=name, key=key, exception=err)
+        @functools.wraps(func)
+        def run(*args):
+            key = ":".join([effect.__name__, *map(str, args)])
+            close_old_connections()
+            notify("on_sideeffect_started", name=name, key=key)
+            try:
+                func(*args)
+            except Exception as err:
+                logger.exception("side effect %s failed", key)
+                notify("on_sideeffect_failed", name=name, key=key, exception=err)
+                return None
+            notify("on_sideeffect_succeeded", name=name, key=key)
             return None
-        notify("on_sideeffect_succeeded", name=name, key=key)
-        return None
 
-    task = huey.task(name=f"sideeffect.{name}")(run)
-    task.run = run
-    task.effect_name = name
-    return task
+        task = huey.task(name=f"sideeffect.{name}")(run)
+        TASKS[effect] = task
+        return task
+
+    return register
 
 
-def sender(tasks) -> Callable[[str, tuple], None]:
-    """What requests a named side effect: enqueue the task of that name (``tasks``: the
-    side-effect tasks, see :mod:`archivebox.sideeffects.registry`)."""
-    by_name = {task.effect_name: task for task in tasks}
+def _check_parameters(func, effect: type[Effect]) -> None:
+    wanted = [field.name for field in dataclasses.fields(effect)]
+    given = list(inspect.signature(func).parameters)
+    if given != wanted:
+        raise TypeError(f"{func.__module__}.{func.__name__} carries out {effect.__name__}: its parameters must be "
+                        f"{wanted}, not {given}")
 
-    def send(name: str, args: tuple) -> None:
-        try:
-            task = by_name[name]
-        except KeyError:
-            raise LookupError(f"no side effect named {name!r}") from None
-        task(*args)
 
-    return send
+# What carries out each side effect (filled by @sideeffect as the modules of
+# archivebox.sideeffects.registry are imported).
+TASKS: dict[type[Effect], TaskWrapper] = {}
+
+
+def unhandled() -> list[str]:
+    """The side effects declared without a function that carries them out."""
+    return sorted(cls.__name__ for cls in effect_classes() if cls not in TASKS)
+
+
+def send(effect: Effect) -> None:
+    """Enqueue the task that carries out ``effect``."""
+    TASKS[type(effect)](*effect.args)

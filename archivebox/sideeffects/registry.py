@@ -1,12 +1,20 @@
-"""Every side effect of the engine, in one list (connected at start-up by :mod:`archivebox.apps`)."""
+"""Every module that carries out side effects, imported once at start-up by :mod:`archivebox.apps`.
 
-from archivebox.sideeffects import crawl, hooks, index, results, snapshot, wake
+Each registers its functions with ``@sideeffect(<Effect class>)`` as it is imported;
+:func:`check` then refuses to start an engine in which a declared side effect has no
+function to carry it out.
+"""
 
-SIDEEFFECTS = (
-    crawl.crawl_started, crawl.create_root_snapshots, crawl.activate_snapshots, crawl.crawl_finished,
-    snapshot.snapshot_started, snapshot.snapshot_finished,
-    results.wake_step, results.result_finished, results.stop_background,
-    hooks.run_hook,
-    index.write_index, index.write_final_index,
-    wake.wake_process_owner,
-)
+from archivebox.sideeffects import crawl, hooks, results, snapshot, wake  # noqa: F401 - their @sideeffect functions register
+from archivebox.sideeffects.queue import unhandled
+
+
+class Unhandled(RuntimeError):
+    """A side effect is declared (``transitions.effects``) with nothing to carry it out."""
+
+
+def check() -> None:
+    missing = unhandled()
+    if missing:
+        raise Unhandled(f"side effects without a function to carry them out: {', '.join(missing)}")
+

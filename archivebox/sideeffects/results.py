@@ -8,11 +8,13 @@ import logging
 from django.db import connection
 from django.utils import timezone
 
+from archivebox.core.graphs import ArchiveResultGraph
 from archivebox.core.models import ArchiveResult, Crawl, Snapshot
 from archivebox.core.reads import expected_hooks, parked, results_of
 from archivebox.hooks.discovery import hook_order, stopped_at_cleanup
 from archivebox.sideeffects import index as index_effects
 from archivebox.sideeffects.queue import sideeffect
+from archivebox.transitions.effects import ResultFinished, StopBackground, WakeStep
 from archivebox.tasks.dispatch import wake_rows
 from archivebox.core import rowsql
 
@@ -37,27 +39,27 @@ def queued_results(snapshot_id, step: int) -> list[tuple]:
     in one hand-written read (once per snapshot start and per step)."""
     rows = rowsql.values(ArchiveResult, ("id", "background", "retry_at", "status", "step"), {"snapshot": snapshot_id})
     return [(pk, background, retry_at) for pk, background, retry_at, status, result_step in rows
-            if status == "queued" and result_step <= step]
+            if status == ArchiveResultGraph.queued and result_step <= step]
 
 
-@sideeffect
+@sideeffect(WakeStep)
 def wake_step(owner_kind: str, owner_id, step: int) -> None:
     """The owner reached ``step``: its queued results of that step (and earlier) may start."""
     if owner_kind == "Snapshot":  # once per step of every snapshot: a hand-written read
         queued = [pk for pk, _, _ in queued_results(owner_id, step)]
     else:
-        queued = results_of(owner_kind, owner_id).filter(status="queued", step__lte=step).values_list("pk", flat=True)
+        queued = results_of(owner_kind, owner_id).filter(status=ArchiveResultGraph.queued, step__lte=step).values_list("pk", flat=True)
     wake_rows(ArchiveResult, queued)
 
 
-@sideeffect
+@sideeffect(StopBackground)
 def stop_background(owner_kind: str, owner_id, before: str = "", plugins: tuple[str, ...] = ()) -> None:
     """The owner no longer needs its running background services (its cleanup, or a hook
     that waits for background cleanup: then only those ordered before that hook, ``before``),
     or those of ``plugins`` (a wave, dependents first): ask their watchers to stop them
     (SIGTERM, their plugin's timeout as the grace, then SIGKILL). ``.finite.bg`` hooks are
     awaited, not stopped."""
-    running = results_of(owner_kind, owner_id).filter(background=True, status="started", stop_requested_at__isnull=True)
+    running = results_of(owner_kind, owner_id).filter(background=True, status=ArchiveResultGraph.started, stop_requested_at__isnull=True)
     if plugins:
         running = running.filter(plugin__in=plugins)
     ids = [pk for pk, hook_name in running.values_list("pk", "hook_name")
@@ -77,7 +79,7 @@ def wake_waiting(snapshot_id, crawl_id) -> None:
         owner_kind, owner_id = "Crawl", crawl_id
     if not found:
         return
-    waiting = results_of(owner_kind, owner_id).filter(status="queued", attempts=0, step__lte=found[0][0])
+    waiting = results_of(owner_kind, owner_id).filter(status=ArchiveResultGraph.queued, attempts=0, step__lte=found[0][0])
     wake_rows(ArchiveResult, list(waiting.values_list("pk", flat=True)))
 
 
@@ -95,7 +97,7 @@ def unfinished_foreground(snapshot_id, crawl_id, step: int) -> bool:
         return cursor.fetchone() is not None
 
 
-@sideeffect
+@sideeffect(ResultFinished)
 def result_finished(result_id) -> None:
     """A result is final: its owner may advance a step or seal; its index changes.
 
@@ -111,7 +113,7 @@ def result_finished(result_id) -> None:
     if not unfinished_foreground(snapshot_id, crawl_id, step):
         wake_rows(owner_model, [owner_id])
     if snapshot_id is not None:
-        index_effects.write_index.run(snapshot_id)
+        index_effects.write_index(snapshot_id)
         if rowsql.values(Snapshot, ("retry_at",), {"id": snapshot_id}) == [(None,)]:
             # A background hook of a sealed snapshot was recorded: its crawl may be done now.
             wake_rows(Crawl, [crawl_id])

@@ -7,10 +7,12 @@ import logging
 from django.conf import settings
 from django.utils import timezone
 
+from archivebox.core.graphs import SnapshotGraph
 from archivebox.core.models import ArchiveResult, Crawl, Snapshot
 from archivebox.sideeffects import index as index_effects
 from archivebox.sideeffects.crawl import activate
 from archivebox.sideeffects.queue import sideeffect
+from archivebox.transitions.effects import SnapshotFinished, SnapshotStarted
 from archivebox.sideeffects.results import create_results, queued_results
 from archivebox.tasks.dispatch import dispatch_now, wake_rows
 from archivebox.core import rowsql
@@ -18,11 +20,11 @@ from archivebox.core import rowsql
 logger = logging.getLogger(__name__)
 
 
-@sideeffect
+@sideeffect(SnapshotStarted)
 def snapshot_started(snapshot_id) -> None:
     """Make the snapshot's folder, create one result per enabled hook, start step 0."""
     snapshot = rowsql.load(Snapshot, [snapshot_id], "crawl").get(snapshot_id)
-    if snapshot is None or snapshot.status != "started":
+    if snapshot is None or snapshot.status != SnapshotGraph.started:
         return
     snapshot.output_dir.mkdir(parents=True, exist_ok=True)
     now = timezone.now()
@@ -38,14 +40,14 @@ def snapshot_started(snapshot_id) -> None:
         wake_rows(Snapshot, [snapshot.pk])
 
 
-@sideeffect
+@sideeffect(SnapshotFinished)
 def snapshot_finished(snapshot_id) -> None:
     """Sealed or failed: final index, let the next parked snapshot in, wake the crawl if it was the last."""
     found = rowsql.values(Snapshot, ("crawl_id",), {"id": snapshot_id})
     if not found:
         return
     crawl_id = found[0][0]
-    index_effects.write_final_index.run(snapshot_id)
+    index_effects.write_final_index(snapshot_id)
     wake_rows(ArchiveResult, list(ArchiveResult.objects.filter(snapshot_id=snapshot_id, retry_at__isnull=False).values_list("pk", flat=True)))
     activate(crawl_id, settings.ENGINE.snapshot_max_active)
     if not Snapshot.objects.filter(crawl_id=crawl_id, retry_at__isnull=False).exists():

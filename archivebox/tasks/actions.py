@@ -20,6 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from archivebox import fulltext
+from archivebox.core.graphs import ArchiveResultGraph, SnapshotGraph, CrawlGraph
 from archivebox.core import rowsql
 from archivebox.core.models import ArchiveResult, Crawl, Snapshot
 from archivebox.core.reads import crawl_option, owner_layers, parked
@@ -67,11 +68,11 @@ def retry_failed(results) -> tuple[int, list]:
     """
     now = timezone.now()
     reopened, snapshot_ids = 0, set()
-    for result in results.filter(status="failed", snapshot__isnull=False).exclude(crawl__status="failed").iterator(chunk_size=500):
+    for result in results.filter(status=ArchiveResultGraph.failed, snapshot__isnull=False).exclude(crawl__status=CrawlGraph.failed).iterator(chunk_size=500):
         if transition_archiveresult_reopen(result, now=now, max_attempts=settings.ENGINE.hook_max_attempts):
             reopened += 1
             snapshot_ids.add(result.snapshot_id)
-    for snapshot in Snapshot.objects.filter(pk__in=snapshot_ids, status__in=("sealed", "failed")):
+    for snapshot in Snapshot.objects.filter(pk__in=snapshot_ids, status__in=SnapshotGraph.finals):
         transition_snapshot_reopen(snapshot, now=now)
     wake_rows(Snapshot, list(snapshot_ids))
     return reopened, sorted(snapshot_ids)
@@ -140,7 +141,7 @@ def archive_indexed(snapshots) -> tuple[int, list]:
 
 def running(snapshots) -> list:
     """Ids of the snapshots among ``snapshots`` whose hooks are running (or about to)."""
-    return list(snapshots.filter(status="started").values_list("pk", flat=True))
+    return list(snapshots.filter(status=SnapshotGraph.started).values_list("pk", flat=True))
 
 
 @dataclass

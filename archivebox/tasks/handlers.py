@@ -24,8 +24,9 @@ from archivebox.transitions import archiveresult as ar_t
 from archivebox.transitions import crawl as crawl_t
 from archivebox.transitions import process as process_t
 from archivebox.transitions import snapshot as snapshot_t
-from archivebox.core.graphs import ArchiveResultGraph
-from archivebox.transitions.effects import Effect
+from archivebox.core.graphs import ArchiveResultGraph, CrawlGraph, ProcessGraph, SnapshotGraph
+from archivebox.transitions.effects import (ActivateSnapshots, CrawlStarted, CreateRootSnapshots, OwnerKind, RunHook, SnapshotStarted,
+                                            StopBackground, WakeStep)
 
 FINAL_RESULT = tuple(ArchiveResultGraph.finals)
 PUMP = dt.timedelta(seconds=5)
@@ -89,13 +90,14 @@ class ResultView:
             return False
         if not self.background:
             return True
-        return (self.status == "queued" and self.attempts == 0) or (self.status == "started" and self.ready_at is None)
+        return ((self.status == ArchiveResultGraph.queued and self.attempts == 0)
+                or (self.status == ArchiveResultGraph.started and self.ready_at is None))
 
 
 RESULT_VIEW = ("plugin", "hook_name", "step", "background", "status", "retry_at", "attempts", "ready_at", "stop_requested_at")
 
 
-def read_results(owner_kind: str, owner_id) -> list[ResultView]:
+def read_results(owner_kind: OwnerKind, owner_id) -> list[ResultView]:
     if owner_kind == "Snapshot":
         rows = rowsql.values(ArchiveResult, RESULT_VIEW, {"snapshot": owner_id})
     else:
@@ -114,12 +116,12 @@ def step_progress(results: list[ResultView], current: int) -> tuple[str, int | N
     """
     if any(r.step <= current and not r.background and not r.final for r in results):
         return "wait", None
-    later = [r.step for r in results if r.step > current and r.status == "queued"]
+    later = [r.step for r in results if r.step > current and r.status == ArchiveResultGraph.queued]
     if later:
         if any(r.step <= current and r.holds_later_hooks for r in results):
             return "wait", None  # a background hook of this step is not ready yet
         return "advance", min(later)
-    if any(r.status == "queued" for r in results):
+    if any(r.status == ArchiveResultGraph.queued for r in results):
         return "wait", None  # background hooks of this step have not launched yet
     if any(r.background and not r.final and is_finite(r.hook_name) for r in results):
         return "wait", None  # a .finite.bg hook is awaited before its owner ends (its timeout bounds the wait)
@@ -142,7 +144,7 @@ def advance_check(results: list[ResultView], step: int, now: dt.datetime, config
 
 def stalled_step(results: list[ResultView], current: int, now: dt.datetime) -> bool:
     """Queued results of a step already reached that are still parked: their wake-up was lost."""
-    return any(r.status == "queued" and r.step <= current and r.retry_at and r.retry_at > now + PARK / 2 for r in results)
+    return any(r.status == ArchiveResultGraph.queued and r.step <= current and r.retry_at and r.retry_at > now + PARK / 2 for r in results)
 
 
 def missing_results(crawl: Crawl, snapshot: Snapshot | None, results: list[ResultView]) -> bool:
@@ -155,14 +157,14 @@ def missing_results(crawl: Crawl, snapshot: Snapshot | None, results: list[Resul
 class StepActions:
     """How an owner (a crawl, for its own hooks, or a snapshot) moves through its steps."""
 
-    kind: str
-    create_results: str  # side effect: create the owner's result rows
+    kind: OwnerKind
+    create_results: type[CrawlStarted | SnapshotStarted]  # the side effect that creates the owner's result rows
     advance: Callable  # transition to a later step
     done: Callable  # transition once every step is done
     cleans_up: bool  # its background services are stopped before ``done`` (a crawl's live on through its snapshots)
 
 
-def cleanup(owner, kind: str, results: list[ResultView], now: dt.datetime, config: EngineConfig) -> Wait | None:
+def cleanup(owner, kind: OwnerKind, results: list[ResultView], now: dt.datetime, config: EngineConfig) -> Wait | None:
     """An owner whose hooks are done stops its background services (``.daemon.bg`` and
     plain ``.bg`` hooks; ``.finite.bg`` ones were awaited) and ends once they are recorded;
     None when none is left. Their ends wake the owner."""
@@ -175,19 +177,19 @@ def cleanup(owner, kind: str, results: list[ResultView], now: dt.datetime, confi
     return Wait(recheck(now, config), "waiting for its background hooks to stop")
 
 
-def stop_wave(kind: str, owner_id, running: list[ResultView], before: str = "") -> tuple[Effect, ...]:
+def stop_wave(kind: OwnerKind, owner_id, running: list[ResultView], before: str = "") -> tuple[StopBackground, ...]:
     """The stop to ask for next among an owner's running background hooks, dependents first
     as abx-dl stops them: a plugin's services are stopped only once no other running hook's
     plugin requires it (``required_plugins``: the recorders using a browser tab flush before
     the tab closes). A dependency cycle stops them all at once."""
     cat = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
     needs = {r.plugin: cat.with_requirements({r.plugin.lower()}) - {r.plugin.lower()} for r in running}
-    unstopped = [r for r in running if r.status == "started" and r.stop_requested_at is None and stopped_at_cleanup(r.hook_name)]
+    unstopped = [r for r in running if r.status == ArchiveResultGraph.started and r.stop_requested_at is None and stopped_at_cleanup(r.hook_name)]
     wave = {r.plugin for r in unstopped
             if not any(r.plugin.lower() in needs[other.plugin] for other in running if other.plugin != r.plugin)}
     if not wave and unstopped and len(unstopped) == len(running):
         wave = {r.plugin for r in unstopped}  # they all require each other
-    return (Effect("stop_background", (kind, owner_id, before, tuple(sorted(wave)))),) if wave else ()
+    return (StopBackground(kind, owner_id, before, tuple(sorted(wave))),) if wave else ()
 
 
 def walk_steps(owner, results: list[ResultView], actions: StepActions, now: dt.datetime, config: EngineConfig) -> Decision:
@@ -195,7 +197,7 @@ def walk_steps(owner, results: list[ResultView], actions: StepActions, now: dt.d
     crawl, snapshot = (owner.crawl, owner) if actions.kind == "Snapshot" else (owner, None)
     if missing_results(crawl, snapshot, results):
         return await_sideeffect(owner.started_at, now, config, "hook results not created yet",
-                                Effect(actions.create_results, (owner.pk,)))
+                                actions.create_results(owner.pk))
     state, step = step_progress(results, owner.current_step)
     if state == "advance":
         return Go(actions.advance, {"step": step, "check_at": advance_check(results, step, now, config)})
@@ -204,14 +206,14 @@ def walk_steps(owner, results: list[ResultView], actions: StepActions, now: dt.d
         return waiting or Go(actions.done)
     if stalled_step(results, owner.current_step, now):
         return await_sideeffect(owner.modified_at, now, config, "step not woken yet",
-                                Effect("wake_step", (actions.kind, owner.pk, owner.current_step)))
+                                WakeStep(actions.kind, owner.pk, owner.current_step))
     return Wait(recheck(now, config), f"hooks of step {owner.current_step} running")
 
 
 # Crawl ---------------------------------------------------------------------------
 
 def handle_crawl(crawl: Crawl, *, now: dt.datetime, config: EngineConfig) -> Decision:
-    if crawl.status == "queued":
+    if crawl.status == CrawlGraph.queued:
         return Go(crawl_t.transition_crawl_queued_to_started, {"check_at": now + seconds(config.sideeffect_lost_after)})
     overdue = crawl_overdue(crawl, now)
     if overdue:
@@ -223,9 +225,9 @@ def handle_crawl(crawl: Crawl, *, now: dt.datetime, config: EngineConfig) -> Dec
         if not crawl.seed_urls:
             return cleanup(crawl, "Crawl", read_results("Crawl", crawl.pk), now, config) or Go(crawl_t.transition_crawl_started_to_sealed)
         return await_sideeffect(crawl.modified_at, now, config, "root snapshots not created yet",
-                                Effect("create_root_snapshots", (crawl.pk,)))
-    if snapshots.filter(status__in=("queued", "started")).exists():
-        return Wait(now + PUMP, "snapshots in progress", (Effect("activate_snapshots", (crawl.pk,)),))
+                                CreateRootSnapshots(crawl.pk))
+    if snapshots.filter(status__in=SnapshotGraph.non_final()).exists():
+        return Wait(now + PUMP, "snapshots in progress", (ActivateSnapshots(crawl.pk),))
     if ArchiveResult.objects.filter(crawl=crawl, snapshot__isnull=False, retry_at__isnull=False).exists():
         # Ended snapshots' background hooks are being stopped; the crawl ends once they are recorded.
         return Wait(recheck(now, config), "background hooks of its snapshots being recorded")
@@ -248,25 +250,25 @@ def crawl_hooks_step(crawl: Crawl, now: dt.datetime, config: EngineConfig) -> De
     return walk_steps(crawl, read_results("Crawl", crawl.pk), CRAWL_STEPS, now, config)
 
 
-CRAWL_STEPS = StepActions("Crawl", "crawl_started", crawl_t.transition_crawl_advance_step,
+CRAWL_STEPS = StepActions("Crawl", CrawlStarted, crawl_t.transition_crawl_advance_step,
                           crawl_t.transition_crawl_start_snapshots, cleans_up=False)
 
 
 # Snapshot ------------------------------------------------------------------------
 
-SNAPSHOT_STEPS = StepActions("Snapshot", "snapshot_started", snapshot_t.transition_snapshot_advance_step,
+SNAPSHOT_STEPS = StepActions("Snapshot", SnapshotStarted, snapshot_t.transition_snapshot_advance_step,
                              snapshot_t.transition_snapshot_started_to_sealed, cleans_up=True)
 
 
 def handle_snapshot(snapshot: Snapshot, *, now: dt.datetime, config: EngineConfig) -> Decision:
     crawl = snapshot.crawl
-    if snapshot.status == "queued":
-        if crawl.status == "failed":
+    if snapshot.status == SnapshotGraph.queued:
+        if crawl.status == CrawlGraph.failed:
             return Go(snapshot_t.transition_snapshot_give_up, {"error": "its crawl failed or was cancelled before it started"})
-        if Snapshot.objects.filter(status="started").count() >= config.snapshot_max_active:
+        if Snapshot.objects.filter(status=SnapshotGraph.started).count() >= config.snapshot_max_active:
             return Wait(parked(now), f"SNAPSHOT_MAX_ACTIVE={config.snapshot_max_active} snapshots in progress")
         return Go(snapshot_t.transition_snapshot_queued_to_started, {"check_at": now + seconds(config.sideeffect_lost_after)})
-    if crawl.status == "failed":
+    if crawl.status == CrawlGraph.failed:
         return Go(snapshot_t.transition_snapshot_give_up, {"error": f"its crawl failed or was cancelled: {crawl.last_error[:200]}"})
     return walk_steps(snapshot, read_results("Snapshot", snapshot.pk), SNAPSHOT_STEPS, now, config)
 
@@ -286,7 +288,7 @@ class AttemptView:
 
 def handle_result(result: ArchiveResult, *, now: dt.datetime, config: EngineConfig) -> Decision:
     owner = result.snapshot if result.snapshot_id else result.crawl
-    if result.status == "queued":
+    if result.status == ArchiveResultGraph.queued:
         return start_or_wait(result, owner, now, config)
     return judge_attempt(result, owner, now, config)
 
@@ -300,7 +302,7 @@ def start_or_wait(result: ArchiveResult, owner, now: dt.datetime, config: Engine
     kind = type(owner).__name__.lower()
     if owner.is_final:
         return Go(ar_t.transition_archiveresult_queued_to_skipped, {"reason": f"its {kind} was {owner.status} before this hook ran"})
-    if owner.status != "started" or result.step > owner.current_step:
+    if owner.status != owner.graph.started or result.step > owner.current_step:
         return Wait(parked(now), f"waiting for step {result.step}")
     blocked = blocked_by(result)
     if blocked:
@@ -366,7 +368,7 @@ def oversized(result: ArchiveResult) -> str:
 def judge_attempt(result: ArchiveResult, owner, now: dt.datetime, config: EngineConfig) -> Decision:
     found = rowsql.values(Process, ("status", "exit_code", "reason", "result_json", "retry_at"), {"key": f"hook:{result.pk}:{result.attempts}"})
     process = AttemptView(*found[0]) if found else None
-    if process is None or process.status != "exited":
+    if process is None or process.status != ProcessGraph.exited:
         return wait_for_attempt(result, process, owner, now, config)
     outcome = process.result_json or {}
     reported = outcome.get("result") or {}
@@ -440,7 +442,7 @@ def interrupted(result: ArchiveResult, owner, why: str, output_json, now: dt.dat
 
 
 def wait_for_attempt(result: ArchiveResult, process: AttemptView | None, owner, now: dt.datetime, config: EngineConfig) -> Decision:
-    if process is not None and process.status == "running" and is_daemon(result.hook_name) and process.retry_at:
+    if process is not None and process.status == ProcessGraph.running and is_daemon(result.hook_name) and process.retry_at:
         # No wall-clock timeout: it runs until its owner's cleanup, its watcher renewing its
         # row's deadline. Its end wakes this result; a lapsed deadline (a dead machine) too.
         return Wait(max(process.retry_at, now) + seconds(HOOK_DEADLINE_GRACE), "background hook running until its owner's cleanup")
@@ -456,7 +458,7 @@ def wait_for_attempt(result: ArchiveResult, process: AttemptView | None, owner, 
         if now < first_check:
             return Wait(min(deadline, first_check), "hook launch pending")
         return Wait(min(deadline, lost_check(result.started_at, now, config)), "hook launch lost?",
-                    (Effect("run_hook", (result.pk, result.attempts)),))
+                    (RunHook(result.pk, result.attempts),))
     if owner.is_final:
         return Wait(min(deadline, now + seconds(config.hook_kill_grace + 2)), "being stopped")
     return Wait(deadline, "hook running")
@@ -475,7 +477,7 @@ def retry_or_fail(result: ArchiveResult, why: str, output_json, now: dt.datetime
 
 def handle_process(process: Process, *, now: dt.datetime, config: EngineConfig) -> Decision:
     """A Process row is due only when its owner stopped reporting: close it."""
-    if process.status == "queued":
+    if process.status == ProcessGraph.queued:
         return Go(process_t.transition_process_queued_to_exited, {"reason": "never launched"})
     if process.kind in (Process.Kind.WORKER, Process.Kind.FORKSERVER, Process.Kind.BROWSER):
         return Go(process_t.transition_process_running_to_exited, {"reason": "lost: heartbeat stopped"})

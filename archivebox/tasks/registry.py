@@ -20,6 +20,8 @@ from typing import Any
 
 from django.db import models
 
+from archivebox.transitions.effects import Effect
+
 
 @dataclass(frozen=True)
 class Go:
@@ -42,7 +44,7 @@ class Wait:
 
     until: dt.datetime
     reason: str = ""
-    requests: tuple[Callable[[], None], ...] = ()
+    requests: tuple[Effect, ...] = ()
 
     def __str__(self) -> str:
         return f"wait ({self.reason})" if self.reason else "wait"

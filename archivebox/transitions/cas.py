@@ -16,16 +16,17 @@ from typing import Any
 
 from django.db import transaction
 
-from archivebox.lifecycle import notify
 from archivebox.core import rowsql
+from archivebox.core.graph import State
+from archivebox.lifecycle import notify
 
 logger = logging.getLogger("archivebox.transitions")
 
 
 def move(
     obj,
-    source: str | Iterable[str],
-    target: str,
+    source: State | str | Iterable[State | str],
+    target: State | str,
     *,
     now: dt.datetime,
     claim: dt.datetime | None = None,
@@ -42,9 +43,10 @@ def move(
     for a self-edge). A transition that wins also resets the row's tick error count.
     """
     model = type(obj)
-    if source == target and model.graph.is_final(target):
+    target = str(target)
+    sources = [str(source)] if isinstance(source, (str, State)) else [str(s) for s in source]
+    if sources == [target] and model.graph.is_final(target):
         return False  # a repeat of a transition this object already made: nothing to do
-    sources = [source] if isinstance(source, str) else list(source)
     edges = [model.graph.edge(s, target) for s in sources]
     edge = edges[0] if len(edges) == 1 else f"{'|'.join(sources)} -> {target}"
     if model.graph.is_final(target) and retry_at is not None:

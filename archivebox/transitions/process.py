@@ -10,20 +10,21 @@ from __future__ import annotations
 import datetime as dt
 
 from archivebox.core.models import Process
+from archivebox.core.graphs import ProcessGraph
 from archivebox.transitions.cas import move
-from archivebox.transitions.effects import Effect
+from archivebox.transitions.effects import WakeProcessOwner
 
 
 def transition_process_queued_to_exited(process: Process, *, now: dt.datetime, reason: str, claim=None) -> bool:
-    return move(process, "queued", "exited", now=now, claim=claim, fields={"reason": reason[:255], "ended_at": now},
-                then=[Effect("wake_process_owner", (process.pk,))])
+    return move(process, ProcessGraph.queued, ProcessGraph.exited, now=now, claim=claim, fields={"reason": reason[:255], "ended_at": now},
+                then=[WakeProcessOwner(process.pk)])
 
 
 def transition_process_running_to_exited(process: Process, *, now: dt.datetime, reason: str, claim=None) -> bool:
-    return move(process, "running", "exited", now=now, claim=claim, fields={"reason": reason[:255], "ended_at": now, "exit_code": None},
-                then=[Effect("wake_process_owner", (process.pk,))])
+    return move(process, ProcessGraph.running, ProcessGraph.exited, now=now, claim=claim, fields={"reason": reason[:255], "ended_at": now, "exit_code": None},
+                then=[WakeProcessOwner(process.pk)])
 
 
 def transition_process_give_up(process: Process, *, now: dt.datetime, error: str, claim=None) -> bool:
-    return move(process, process.status, "exited", now=now, claim=claim, fields={"reason": error[:255], "ended_at": now},
-                then=[Effect("wake_process_owner", (process.pk,))])
+    return move(process, process.status, ProcessGraph.exited, now=now, claim=claim, fields={"reason": error[:255], "ended_at": now},
+                then=[WakeProcessOwner(process.pk)])

@@ -5,15 +5,16 @@ from __future__ import annotations
 import datetime as dt
 
 from archivebox.core.models import Snapshot
+from archivebox.core.graphs import SnapshotGraph
 from archivebox.transitions.cas import move
-from archivebox.transitions.effects import Effect
+from archivebox.transitions.effects import SnapshotFinished, SnapshotStarted, WakeStep
 
 
 def transition_snapshot_queued_to_started(snapshot: Snapshot, *, now: dt.datetime, check_at: dt.datetime | None = None, claim=None) -> bool:
     """Start; look again at ``check_at`` (default: 10 s) in case the start side effect is lost."""
-    return move(snapshot, "queued", "started", now=now, claim=claim, retry_at=check_at or now + dt.timedelta(seconds=10),
+    return move(snapshot, SnapshotGraph.queued, SnapshotGraph.started, now=now, claim=claim, retry_at=check_at or now + dt.timedelta(seconds=10),
                 fields={"started_at": now, "current_step": 0},
-                then=[Effect("snapshot_started", (snapshot.pk,))])
+                then=[SnapshotStarted(snapshot.pk)])
 
 
 def transition_snapshot_advance_step(snapshot: Snapshot, *, now: dt.datetime, step: int, check_at: dt.datetime | None = None,
@@ -23,23 +24,23 @@ def transition_snapshot_advance_step(snapshot: Snapshot, *, now: dt.datetime, st
     ``check_at``: when to look again (by default at once; later when the step's own
     foreground hooks will wake the snapshot as they finish).
     """
-    return move(snapshot, "started", "started", now=now, claim=claim, retry_at=check_at or now,
+    return move(snapshot, SnapshotGraph.started, SnapshotGraph.started, now=now, claim=claim, retry_at=check_at or now,
                 expect={"current_step": snapshot.current_step, "current_step__lt": step}, fields={"current_step": step},
-                then=[Effect("wake_step", ("Snapshot", snapshot.pk, step))])
+                then=[WakeStep("Snapshot", snapshot.pk, step)])
 
 
 def transition_snapshot_started_to_sealed(snapshot: Snapshot, *, now: dt.datetime, claim=None) -> bool:
-    return move(snapshot, "started", "sealed", now=now, claim=claim, fields={"finished_at": now},
-                then=[Effect("snapshot_finished", (snapshot.pk,))])
+    return move(snapshot, SnapshotGraph.started, SnapshotGraph.sealed, now=now, claim=claim, fields={"finished_at": now},
+                then=[SnapshotFinished(snapshot.pk)])
 
 
 def transition_snapshot_give_up(snapshot: Snapshot, *, now: dt.datetime, error: str, claim=None) -> bool:
     """Any unfinished state -> failed."""
-    return move(snapshot, snapshot.status, "failed", now=now, claim=claim, fields={"finished_at": now, "last_error": error[:2000]},
-                then=[Effect("snapshot_finished", (snapshot.pk,))])
+    return move(snapshot, snapshot.status, SnapshotGraph.failed, now=now, claim=claim, fields={"finished_at": now, "last_error": error[:2000]},
+                then=[SnapshotFinished(snapshot.pk)])
 
 
 def transition_snapshot_reopen(snapshot: Snapshot, *, now: dt.datetime) -> bool:
     """sealed | failed -> queued, by a user's retry: walk the steps again; final results stay final."""
-    return move(snapshot, sorted(snapshot.graph.finals), "queued", now=now, retry_at=now,
+    return move(snapshot, sorted(snapshot.graph.finals), SnapshotGraph.queued, now=now, retry_at=now,
                 fields={"finished_at": None, "current_step": 0, "tick_errors": 0, "last_error": ""})

@@ -23,6 +23,7 @@ from django.views.decorators.cache import never_cache
 
 from archivebox.config import ConfigError
 from archivebox.core.models import ArchiveResult, Crawl, Snapshot
+from archivebox.core.graphs import ArchiveResultGraph
 from archivebox.core.urlcheck import InvalidURL, check_url
 from archivebox.core.urlinput import InputError, candidates
 from archivebox.hooks.catalog import catalog, layers
@@ -35,7 +36,7 @@ from archivebox.web import access
 logger = logging.getLogger(__name__)
 
 MAX_DEPTH = 9
-FINAL_RESULTS = ("succeeded", "failed", "skipped", "noresults")
+FINAL_RESULTS = ArchiveResultGraph.finals
 
 
 def plugin_choices() -> list[tuple[str, str]]:

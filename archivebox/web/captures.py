@@ -14,6 +14,7 @@ import mimetypes
 from dataclasses import dataclass
 from pathlib import Path
 
+from archivebox.core.graphs import ArchiveResultGraph
 from archivebox.web import files
 
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/webp", "image/gif")
@@ -68,7 +69,7 @@ def of_snapshot(archive_dir: Path, snapshot_id, results) -> list[Capture]:
     found: list[Capture] = []
     for result in results:
         plugin, status, output_str = _fields(result)
-        if status != "succeeded" or plugin in NOT_PREVIEWS:
+        if status != ArchiveResultGraph.succeeded or plugin in NOT_PREVIEWS:
             continue
         relative = relative_output(plugin, output_str)
         kind = kind_of(relative) if relative else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from archivebox.core.graphs import ProcessGraph
 from archivebox.core.models import Process
 from archivebox.core import leases
 
@@ -25,7 +26,7 @@ def liveness(now: dt.datetime) -> dict:
     }
     pools: dict[str, list[dict]] = {pool: [] for pool in POOLS}
     stale: list[dict] = []
-    workers = Process.objects.filter(kind=Process.Kind.WORKER, status="running").select_related("machine").order_by("created_at")
+    workers = Process.objects.filter(kind=Process.Kind.WORKER, status=ProcessGraph.running).select_related("machine").order_by("created_at")
     for worker in workers:
         entry = {
             "pid": worker.pid,

@@ -16,6 +16,7 @@ from django.db import transaction
 from django.db.models import Q
 from huey_monitor.models import SignalInfoModel, TaskModel
 
+from archivebox.core.graphs import ProcessGraph
 from archivebox.core.models import Process
 from archivebox.web.dbrouter import monitor_db
 
@@ -67,7 +68,7 @@ def old_monitor_tasks(cutoff: dt.datetime):
 def old_processes(cutoff: dt.datetime):
     ended_before = Q(ended_at__lt=cutoff) | Q(ended_at__isnull=True, modified_at__lt=cutoff)
     owner_done = Q(archiveresult__isnull=True) | Q(archiveresult__retry_at__isnull=True)
-    return Process.objects.filter(ended_before & owner_done, status="exited")
+    return Process.objects.filter(ended_before & owner_done, status=ProcessGraph.exited)
 
 
 def purge_monitor(report: PurgeReport, dry_run: bool) -> None:

@@ -28,6 +28,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET
 
+from archivebox.core.graphs import ArchiveResultGraph
 from archivebox.core.models import ArchiveResult, Snapshot
 from archivebox.web import access, captures, files, links
 from archivebox.web.health import liveness
@@ -67,7 +68,7 @@ def health(request):
 @access.index_page
 def snapshot_list(request):
     snapshots = Snapshot.objects.select_related("crawl").prefetch_related("tags").annotate(
-        results_total=Count("results"), results_failed=Count("results", filter=Q(results__status="failed")))
+        results_total=Count("results"), results_failed=Count("results", filter=Q(results__status=ArchiveResultGraph.failed)))
     query = request.GET.get("q", "").strip()
     status = request.GET.get("status", "").strip()
     if query:
@@ -88,7 +89,7 @@ def with_thumbnails(snapshots) -> list[tuple[Snapshot, str | None]]:
     """Each snapshot with the signed URL of its screenshot (or None), from one query of results."""
     snapshots = list(snapshots)
     results: dict = {}
-    rows = ArchiveResult.objects.filter(snapshot__in=snapshots, status="succeeded").values(
+    rows = ArchiveResult.objects.filter(snapshot__in=snapshots, status=ArchiveResultGraph.succeeded).values(
         "snapshot_id", "plugin", "status", "output_str")
     for row in rows:
         if row["output_str"] and captures.kind_of(row["output_str"]) == "image":

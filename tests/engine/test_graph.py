@@ -256,3 +256,13 @@ def test_move_refuses_an_undeclared_transition_and_writes_nothing():
     assert crawl.status == "queued"
     assert called == []
     assert sideeffects_huey.storage.queue_size() == 0
+
+
+def test_a_state_equals_its_name_so_code_compares_rows_with_the_graph():
+    from archivebox.core.graphs import ArchiveResultGraph, SnapshotGraph
+
+    assert ArchiveResultGraph.succeeded == "succeeded" and "succeeded" == ArchiveResultGraph.succeeded
+    assert ArchiveResultGraph.failed != "succeeded" and ArchiveResultGraph.failed != ArchiveResultGraph.succeeded
+    assert SnapshotGraph.failed != ArchiveResultGraph.failed  # states of two graphs are two states
+    assert ArchiveResultGraph.queued in {"queued": 1} and {ArchiveResultGraph.queued: 1}["queued"] == 1
+    assert "sealed" in SnapshotGraph.finals and SnapshotGraph.sealed in SnapshotGraph.finals

@@ -297,20 +297,20 @@ def test_sideeffect_hooks_fire_on_success(recorder):
     crawl = Crawl.objects.create(urls="https://example.com", status="sealed", retry_at=None)
     recorder.calls.clear()
 
-    assert crawl_finished.run(crawl.pk) is None
+    assert crawl_finished.call_local(crawl.pk) is None
 
-    key = f"crawl_finished:{crawl.pk}"
+    key = f"CrawlFinished:{crawl.pk}"
     effects = [(n, kw) for n, kw in recorder.calls if n.startswith("on_sideeffect")]
     assert effects == [("on_sideeffect_started", {"name": "crawl_finished", "key": key}),
                        ("on_sideeffect_succeeded", {"name": "crawl_finished", "key": key})]
 
 
 def test_sideeffect_hooks_fire_on_failure(recorder, engine_logs):
-    assert wake_process_owner.run("not-a-uuid") is None  # logged and reported, never raised
+    assert wake_process_owner.call_local("not-a-uuid") is None  # logged and reported, never raised
 
-    assert recorder.of("on_sideeffect_started") == [{"name": "wake_process_owner", "key": "wake_process_owner:not-a-uuid"}]
+    assert recorder.of("on_sideeffect_started") == [{"name": "wake_process_owner", "key": "WakeProcessOwner:not-a-uuid"}]
     assert recorder.of("on_sideeffect_succeeded") == []
     (failed,) = recorder.of("on_sideeffect_failed")
-    assert (failed["name"], failed["key"]) == ("wake_process_owner", "wake_process_owner:not-a-uuid")
+    assert (failed["name"], failed["key"]) == ("wake_process_owner", "WakeProcessOwner:not-a-uuid")
     assert isinstance(failed["exception"], Exception) and "not-a-uuid" in str(failed["exception"])
-    assert [r for r in engine_logs.records if r.getMessage() == "side effect wake_process_owner:not-a-uuid failed" and r.exc_info]
+    assert [r for r in engine_logs.records if r.getMessage() == "side effect WakeProcessOwner:not-a-uuid failed" and r.exc_info]

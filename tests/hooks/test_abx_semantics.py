@@ -216,7 +216,7 @@ def test_a_daemons_watcher_records_its_readiness_keeps_its_deadline_ahead_and_st
     use_plugins("abxbg", ABXBG_READY_DELAY="0.2")
     snapshot = make_snapshot("https://example.com/watcher")
     result = started_result(snapshot, "abxbg", "on_Snapshot__20_abxbg_tab.daemon.bg.py")
-    run_hook.run(result.pk, 1)
+    run_hook.call_local(result.pk, 1)
     key = f"hook:{result.pk}:1"
     try:
         wait_until(lambda: ArchiveResult.objects.filter(pk=result.pk, ready_at__isnull=False).exists(), timeout=20,

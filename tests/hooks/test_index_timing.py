@@ -27,7 +27,7 @@ def test_a_deferred_index_is_written_a_moment_later(monkeypatch):
 def test_a_running_snapshot_gets_no_index_files(monkeypatch):
     monkeypatch.setattr(index_effects, "DEBOUNCE", 0.1)
     snapshot = make_snapshot("https://example.com/running")
-    index_effects.write_index.run(snapshot.pk)  # one of its results was recorded
+    index_effects.write_index(snapshot.pk)  # one of its results was recorded
     ran = []
     index_effects.TIMERS.call_later(0.4, ran.append, True)  # past any write the change could have caused
     wait_until(lambda: ran, timeout=10, message="a moment past the debounce")
@@ -40,7 +40,7 @@ def test_changes_after_the_end_fold_into_one_write_a_moment_later(monkeypatch):
     Snapshot.objects.filter(pk=snapshot.pk).update(status="sealed", retry_at=None)
     target = snapshot.output_dir / "index.json"
     for _ in range(3):  # e.g. three results of late background hooks recorded
-        index_effects.write_index.run(snapshot.pk)
+        index_effects.write_index(snapshot.pk)
     assert not target.exists()
     wait_until(target.exists, timeout=10, message="the trailing index write")
     first = target.stat().st_ino
@@ -54,8 +54,8 @@ def test_the_write_at_seal_is_at_once_and_cancels_the_pending_one(monkeypatch):
     monkeypatch.setattr(index_effects, "DEBOUNCE", 0.3)
     snapshot = make_snapshot("https://example.com/sealed")
     target = snapshot.output_dir / "index.json"
-    index_effects.write_index.run(snapshot.pk)
-    index_effects.write_final_index.run(snapshot.pk)
+    index_effects.write_index(snapshot.pk)
+    index_effects.write_final_index(snapshot.pk)
     assert target.exists()
     written = target.stat().st_ino
     ran = []

@@ -311,7 +311,7 @@ def test_a_stale_launch_request_starts_nothing_and_leaves_nothing(use_plugins, h
     result = started_result(snapshot, "h_args", hook_name, attempts=2)
     logs = settings.LOGS_DIR / "processes"
     before = set(logs.rglob("*.log"))
-    run_hook.run(result.pk, 1)  # attempt 1 is over
+    run_hook.call_local(result.pk, 1)  # attempt 1 is over
     hook_effects.RUNS.join(10)
     assert set(logs.rglob("*.log")) == before
     assert not Process.objects.filter(archiveresult=result).exists()

@@ -146,7 +146,7 @@ def started_result(owner, plugin: str, hook_name: str, attempts: int = 1) -> Arc
 def run_attempt(result: ArchiveResult, timeout: float = 30) -> Process:
     """Run the real side effect for the result's current attempt and wait until the hook has
     ended and been recorded (the hook may run under a supervisor thread); return its Process row."""
-    run_hook.run(result.pk, result.attempts)
+    run_hook.call_local(result.pk, result.attempts)
     key = f"hook:{result.pk}:{result.attempts}"
     wait_until(lambda: Process.objects.filter(key=key, status="exited").exists(), timeout=timeout, message=f"{key} to end")
     hook_effects.RUNS.join(timeout)  # its last writes (waking the result) are done too
