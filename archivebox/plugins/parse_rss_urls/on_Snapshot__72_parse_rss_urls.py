@@ -10,7 +10,7 @@ external entities are never processed; feedparser then reads the entries. Writes
 one ``Snapshot`` record (type and url) per unique link.
 """
 
-from archivebox import pluginkit as H
+from archivebox import pluginkit
 
 PLUGIN = "parse_rss_urls"
 
@@ -86,43 +86,43 @@ def entry_url(entry, atom):
 
 
 def main():
-    args = H.start(PLUGIN)
+    args = pluginkit.start(PLUGIN)
     url = args["url"]
-    timeout = H.timeout_for(PLUGIN, 30)
-    H.arm_timeout(timeout + 1, PLUGIN)  # backstop; fetches have their own deadline
-    user_agent, check_ssl = H.net_options(PLUGIN)
+    timeout = pluginkit.timeout_for(PLUGIN, 30)
+    pluginkit.arm_timeout(timeout + 1, PLUGIN)  # backstop; fetches have their own deadline
+    user_agent, check_ssl = pluginkit.net_options(PLUGIN)
     try:
-        data, ctype, doc_url, origin = H.load_document(url, timeout=timeout, allow_fetch=H.is_http_url(url),
+        data, ctype, doc_url, origin = pluginkit.load_document(url, timeout=timeout, allow_fetch=pluginkit.is_http_url(url),
                                                        user_agent=user_agent, check_ssl=check_ssl)
-    except H.FetchError as err:
-        H.transient(str(err))
+    except pluginkit.FetchError as err:
+        pluginkit.transient(str(err))
     if data is None:
         if origin.startswith("no saved"):
-            H.finish("skipped", origin)
-        H.finish("failed", origin)
+            pluginkit.finish("skipped", origin)
+        pluginkit.finish("failed", origin)
     kind = find_root(data)
     if kind not in ("rss", "rdf", "feed"):
-        H.finish("skipped", f"not an RSS/Atom feed ({ctype or 'unknown type'})")
+        pluginkit.finish("skipped", f"not an RSS/Atom feed ({ctype or 'unknown type'})")
     try:
         items = read_feed(data, doc_url or url, atom=kind == "feed")
     except FeedRefused as err:
-        H.finish("failed", str(err))
+        pluginkit.finish("failed", str(err))
     except Exception as err:  # defusedxml's ParseError; hostile input may raise others
-        H.finish("failed", f"invalid feed XML: {err}")
+        pluginkit.finish("failed", f"invalid feed XML: {err}")
     seen = set()
     rows = []
     for href, title in items:
-        link = H.normalize_outlink(href, doc_url or url)
+        link = pluginkit.normalize_outlink(href, doc_url or url)
         if link and link not in seen:
             seen.add(link)
             rows.append((link, title))
     import json
-    H.write_atomic("urls.jsonl", "".join(
+    pluginkit.write_atomic("urls.jsonl", "".join(
         json.dumps({"type": "Snapshot", "url": u, "title": t}, ensure_ascii=False) + "\n" for u, t in rows))
     for link, _title in rows:
-        H.emit_url(link, expand=True)  # a feed lists entries: archive them at this depth
+        pluginkit.emit_url(link, expand=True)  # a feed lists entries: archive them at this depth
     feed_type = "atom" if kind == "feed" else kind
-    H.finish("succeeded", "urls.jsonl", {"count": len(rows), "feed": feed_type, "source": origin})
+    pluginkit.finish("succeeded", "urls.jsonl", {"count": len(rows), "feed": feed_type, "source": origin})
 
 
 if __name__ == "__main__":
