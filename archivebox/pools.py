@@ -76,7 +76,7 @@ class EmbeddedWorkers:
         self._started = True
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, self._on_signal)
-        self.run_loop_listeners()
+        self.housekeeping()
 
     def _on_signal(self, signum, frame) -> None:
         self._signals += 1
@@ -86,19 +86,19 @@ class EmbeddedWorkers:
             logger.warning("second signal: stopping at once")
             raise KeyboardInterrupt
 
-    def run_loop_listeners(self) -> None:
+    def housekeeping(self) -> None:
         """Heartbeats, sweeps and worker health: call this every fraction of a second."""
         for consumer in self.consumers:
             for listener in consumer.listeners:
                 listener.on_loop()
 
     def run_until(self, done: Callable[[], bool], on_progress: Callable[[], None] = lambda: None, poll: float = 0.25) -> bool:
-        """Run the pools' loop listeners until ``done()``; False if a signal stopped us first."""
+        """Keep the pools' housekeeping going until ``done()``; False if a signal stopped us first."""
         next_health = time.monotonic() + 10
         while not done():
             if self.stop_requested.wait(poll):
                 return False
-            self.run_loop_listeners()
+            self.housekeeping()
             on_progress()
             if time.monotonic() >= next_health:
                 next_health = time.monotonic() + 10

@@ -35,6 +35,7 @@ from django.conf import settings
 from django.db import IntegrityError
 from django.utils import timezone
 
+from archivebox.hooks.outcome import unlaunched
 from archivebox.binaries.models import Binary, BinaryGraph
 from archivebox.binaries.requests import BinaryRequest
 from archivebox.config import EngineConfig
@@ -164,9 +165,10 @@ def run_installer(cmd: list[str], label: str, env: dict[str, str], timeout: floa
     try:
         running = runner.launch(row, env)
     except OSError as err:
-        runner.close_unlaunched(row, f"could not start: {err}", permanent=True)
+        runner.close_unlaunched(row, unlaunched(f"could not start: {err}", interrupted=False))
         return None, "", f"could not start {cmd[0]}: {err}"
-    code, reason = runner.wait(running, timeout, grace=settings.ENGINE.hook_kill_grace)
+    code, stop = runner.wait(running, timeout, grace=settings.ENGINE.hook_kill_grace)
+    reason = stop.text if stop else ""
     runner.finish(row, code, reason, ended_at=running.exited_at)
     stdout = Path(running.row.stdout_path).read_text(errors="replace") if running.row.stdout_path else ""
     if code != 0 and not reason:

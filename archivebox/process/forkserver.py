@@ -230,6 +230,8 @@ def run_child(request: dict, script: types.CodeType | None = None, hold: int | N
             os.close(hold)
         os.chdir(request["cwd"])  # after the word: a held child's folder may be made meanwhile
         status = request.get("status")
+        if status:
+            record_every_exit(status)
         try:
             run_script(argv[0], script)
             code = 0
@@ -247,7 +249,31 @@ def run_child(request: dict, script: types.CodeType | None = None, hold: int | N
             if status:
                 write_status(status, code & 0xFF)
         finally:
-            os._exit(code & 0xFF)
+            REAL_EXIT(code & 0xFF)
+
+
+# The process's own _exit: a forked hook's os._exit is replaced (record_every_exit).
+REAL_EXIT = os._exit
+
+
+def record_every_exit(status: str) -> None:
+    """However the forked hook ends, its status file says how, for whoever records its
+    outcome once its worker (and this server) are gone: besides a return, ``sys.exit`` or
+    an exception (the ``finally`` of :func:`run_child`), an ``os._exit`` of its own (a
+    hook's SIGTERM handler often ends that way) and a SIGTERM left at its default, which
+    still ends it as the signal would, recorded as a shell reports it (143). A hook that
+    handles SIGTERM itself replaces the handler, and its exit is recorded as any other."""
+    def exit_recorded(code: int) -> None:
+        write_status(status, code & 0xFF)
+        REAL_EXIT(code)
+
+    def terminated(signum, frame):
+        write_status(status, 128 + signum)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    os._exit = exit_recorded
+    signal.signal(signal.SIGTERM, terminated)
 
 
 def write_status(path: str, code: int) -> None:

@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from archivebox.core.models import Machine, Process
 from archivebox.core.graphs import ProcessGraph
+from archivebox.hooks.outcome import AttemptOutcome, Stop, Stopped
 from archivebox.lifecycle import notify
 from archivebox.core import diskspace, rowsql
 from archivebox.transitions.cas import move
@@ -176,9 +177,13 @@ class PidfdPopen(subprocess.Popen):
 # A hook's wrapper: it waits for the word on stdin (sent once its PID is recorded; the end
 # of the pipe, if its worker died first, means it must not run), then runs the hook with
 # stdin from /dev/null and writes its exit code to the status file ($0) for whoever
-# records the outcome, even if the worker that started it is gone by then.
+# records the outcome, even if the worker that started it is gone by then. It catches
+# SIGTERM and SIGINT (the hook, a child, gets them at their default, as a shell resets
+# caught signals for the programs it runs), so the stop of the whole group at cleanup or
+# at a timeout ends the hook, and the wrapper lives on to record how it ended.
 NOT_RELEASED = 125  # the wrapper's exit code when it was never told to run
 GATE = (f'IFS= read -r go || exit {NOT_RELEASED}\n'
+        "trap ':' TERM INT\n"
         'exec </dev/null\n'
         '"$@"\n'
         'code=$?\n'
@@ -288,17 +293,17 @@ def is_running(pid: int | None, pid_started: float | None) -> bool:
         return False
 
 
-def wait(running: Running, timeout: float | None, should_stop: Callable[[], str | None] = lambda: None,
-         check_every: float | Callable[[], float] = 0.5, grace: float | Callable[[str], float] = 3.0,
-         ran: float = 0.0) -> tuple[int | None, str]:
-    """Wait for exit; on timeout or when ``should_stop()`` returns a reason, stop the group.
+def wait(running: Running, timeout: float | None, should_stop: Callable[[], Stop | None] = lambda: None,
+         check_every: float | Callable[[], float] = 0.5, grace: float | Callable[[Stop | None], float] = 3.0,
+         ran: float = 0.0) -> tuple[int | None, Stop | None]:
+    """Wait for exit; on timeout or when ``should_stop()`` returns a :class:`Stop`, stop the group.
 
     When the process exits by itself, whatever it left running in its group (or named in
     a ``*.pid`` file) is stopped too: nothing outlives the row. ``ran``: how long it ran
     before this wait (a process adopted from a dead worker), counted in its timeout.
     ``check_every`` (seconds between calls of ``should_stop``) may be asked anew before
-    each wait; ``grace`` may depend on the reason to stop. Returns ``(exit code, reason)``;
-    the reason is empty for a natural exit.
+    each wait; ``grace`` may depend on the reason to stop. Returns ``(exit code, stop)``;
+    the stop is None for a natural exit.
     """
     interval = check_every if callable(check_every) else (lambda: check_every)
     grace_for = grace if callable(grace) else (lambda reason: grace)
@@ -313,23 +318,23 @@ def wait(running: Running, timeout: float | None, should_stop: Callable[[], str 
             leftovers = _family(running.pid, running.row.pwd, lambda: _sibling_groups(running.row), leader=False)
             if leftovers:
                 logger.info("%s exited, leaving %d processes behind: stopping them", running.row.label, len(leftovers))
-                _stop(running.pid, leftovers, grace_for(""))
-            return code, ""
+                _stop(running.pid, leftovers, grace_for(None))
+            return code, None
         except subprocess.TimeoutExpired:
             pass
         if remaining is not None and remaining <= 0:
-            reason = f"timed out after {timeout:g}s"
-            return terminate(running, grace_for(reason)), reason
+            stop = Stop(Stopped.TIMEOUT, f"timed out after {timeout:g}s")
+            return terminate(running, grace_for(stop)), stop
         if time.monotonic() >= next_check:
             next_check = time.monotonic() + interval()
             try:
-                reason = should_stop()
+                stop = should_stop()
             except BaseException:
                 # Nobody could watch it any more: stop it rather than leave it unsupervised.
-                terminate(running, grace_for(""))
+                terminate(running, grace_for(None))
                 raise
-            if reason:
-                return terminate(running, grace_for(reason)), reason
+            if stop is not None:
+                return terminate(running, grace_for(stop)), stop
 
 
 def terminate(running: Running, grace: float) -> int | None:
@@ -519,14 +524,13 @@ def _alive_pid(pid: int) -> bool:
         return False
 
 
-def close_unlaunched(row: Process, reason: str, permanent: bool = False, interrupted: bool = False) -> bool:
-    """A row whose command never started: queued -> exited, with the reason (``permanent``:
-    it never will; ``interrupted``: its worker stopped or died first, not its own doing)."""
+def close_unlaunched(row: Process, outcome: AttemptOutcome) -> bool:
+    """A row whose command never started: queued -> exited, with why (``outcome``: it never
+    will, or its worker stopped or died first, not its own doing)."""
     now = timezone.now()
-    outcome = {"result": None, "permanent": permanent, "notes": [reason]}
-    if interrupted:
-        outcome["interrupted"] = True
-    return move(row, ProcessGraph.queued, ProcessGraph.exited, now=now, fields=dict(reason=reason[:255], ended_at=now, result_json=outcome))
+    result_json = {"result": None, "notes": [outcome.reason], "outcome": outcome.to_json()}
+    return move(row, ProcessGraph.queued, ProcessGraph.exited, now=now,
+                fields=dict(reason=outcome.reason[:255], ended_at=now, result_json=result_json))
 
 
 def finish(row: Process, exit_code: int | None, reason: str = "", result_json: dict | None = None,

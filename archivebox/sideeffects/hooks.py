@@ -29,9 +29,9 @@ it does not count as one of the hook's attempts.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
-import re
 import os
 import sys
 import threading
@@ -58,6 +58,7 @@ from archivebox.hooks.catalog import catalog
 from archivebox.hooks.config import to_env, url_filter
 from archivebox.hooks import runtime
 from archivebox.hooks.discovery import HookScript, is_background, is_daemon
+from archivebox.hooks.outcome import AttemptOutcome, Ending, Stop, Stopped, decide, unlaunched
 from archivebox.hooks.output import HookReport, Outlink, read_report
 from archivebox.process import forkclient, runner, sweep
 from archivebox.process.browser import Lease
@@ -75,8 +76,8 @@ from archivebox.tasks.dispatch import wake_rows
 logger = logging.getLogger(__name__)
 
 INTERPRETERS = {"py": [sys.executable, "-I"], "sh": ["sh"], "js": ["node"]}
-# Why an attempt cut short by its worker stopping at once ended (it is run again, uncounted).
-STOPPED_AT_ONCE = f"{runner.SHUTDOWN}: stopped at once"
+# An attempt cut short by its worker stopping at once (it is run again, uncounted).
+STOPPED_AT_ONCE = Stop(Stopped.SHUTDOWN, f"{runner.SHUTDOWN}: stopped at once")
 
 
 def hook_command(hook: HookScript, *, url: str | None, snapshot_id, crawl_id, depth: int,
@@ -144,9 +145,9 @@ def run_attempt(result: ArchiveResult) -> None:
         return
     try:
         layers = owner_layers(crawl, snapshot)
-        cat = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
-        config_env = to_env(cat.resolved(result.plugin, [*layers, runtime.defaults(settings.DATA_DIR, machine.guid)]))
-        timeout = cat.timeout(result.plugin, layers)
+        plugins = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
+        config_env = to_env(plugins.resolved(result.plugin, [*layers, runtime.defaults(settings.DATA_DIR, machine.guid)]))
+        timeout = plugins.timeout(result.plugin, layers)
         wanted = url_filter(layers)
     except ConfigError as err:
         _record_failure(key, machine, result, pwd, label, f"config error: {err}")
@@ -156,23 +157,24 @@ def run_attempt(result: ArchiveResult) -> None:
     # A third-party hook runs the way its file says, with the binaries it declares
     # provisioned (once per machine); one that cannot be had fails the result, once.
     try:
-        how = hookrun.plan(hook, env, machine, settings.ENGINE)
+        plan = hookrun.plan(hook, env, machine, settings.ENGINE)
     except Unavailable as err:
         _record_failure(key, machine, result, pwd, label, str(err))
         return
-    if how is not None:
-        env = how.env
+    if plan is not None:
+        env = plan.env
     # A crawl's own hooks get its first URL, as abx-dl passes a CrawlSetup hook its crawl's (chrome_wait needs it).
     url = snapshot.url if snapshot else next(iter(crawl.seed_urls), None)
     cmd = hook_command(hook, url=url, snapshot_id=snapshot.pk if snapshot else None,
-                       crawl_id=crawl.pk, depth=snapshot.depth if snapshot else 0, prefix=how.prefix if how else None)
+                       crawl_id=crawl.pk, depth=snapshot.depth if snapshot else 0, prefix=plan.prefix if plan else None)
     daemon = is_daemon(result.hook_name)
     job = Attempt(result.pk, attempt, snapshot, crawl, pwd, None if daemon else timeout, wanted,
                   background=is_background(result.hook_name), stop_grace=timeout)
-    fast = how is None and hook.ext == "py" and settings.ENGINE.forkserver
-    spawner = forkclient.spawn_held if fast else runner.gated_spawner
+    # A Python hook the engine runs itself forks from the warm fork server; the rest are gated subprocesses.
+    forked = plan is None and hook.ext == "py" and settings.ENGINE.forkserver
+    spawner = forkclient.spawn_held if forked else runner.gated_spawner
     # A plugin that asks for the shared browser holds one of its tabs while it runs.
-    with browser_for(cat.schema(result.plugin), env, crawl_dir(crawl.pk), pwd, result.background) as job.browser:
+    with browser_for(plugins.schema(result.plugin), env, crawl_dir(crawl.pk), pwd, result.background) as job.browser:
         launch_and_watch(job, cmd, env, machine, key, label, spawner)
 
 
@@ -187,7 +189,7 @@ def launch_and_watch(job: Attempt, cmd: list[str], env: dict[str, str], machine:
         logger.debug("%s already launched (%s), not running it twice", key, row.status)
         return
     if shutting_down.is_set():
-        _close_unlaunched(row, job, f"{runner.SHUTDOWN} before the hook started", interrupted=True)
+        _close_unlaunched(row, job, unlaunched(f"{runner.SHUTDOWN} before the hook started", interrupted=True))
         return
     job.pwd.mkdir(parents=True, exist_ok=True)
     if "TMP_DIR" in env:
@@ -201,7 +203,7 @@ def launch_and_watch(job: Attempt, cmd: list[str], env: dict[str, str], machine:
         wake_rows(ArchiveResult, [job.result_id])
         return
     except OSError as err:
-        _close_unlaunched(row, job, f"could not start: {err}", permanent=True)
+        _close_unlaunched(row, job, unlaunched(f"could not start: {err}", interrupted=False))
         return
 
     # 4. watch, 5. record the outcome
@@ -211,69 +213,42 @@ def launch_and_watch(job: Attempt, cmd: list[str], env: dict[str, str], machine:
 def watch(job: Attempt, running: runner.Running) -> None:
     """Wait for a running hook (stopping it when it must stop), then record its outcome."""
     watcher = Watcher(job, running.row)
-    exit_code, reason = runner.wait(running, job.timeout, watcher.should_stop, check_every=watcher.interval,
-                                    grace=watcher.grace, ran=job.ran)
-    if exit_code is None and not reason:
+    exit_code, stop = runner.wait(running, job.timeout, watcher.should_stop, check_every=watcher.interval,
+                                  grace=watcher.grace, ran=job.ran)
+    gone = ""
+    if exit_code is None:
         # Nobody could read its exit code (its fork server died, or it was adopted): its
         # wrapper wrote it to the status file, unless the wrapper was killed too.
         exit_code = runner.read_status(runner.status_path(running.row.stdout_path))
-        if exit_code is None:
-            reason = f"{GONE} it ended without an exit status"
+        if exit_code is None and stop is None:
+            gone = f"{GONE} it ended without an exit status"
     if exit_code != 0 and STOP.at_once.is_set():
-        reason = STOPPED_AT_ONCE  # killed on the way out, whoever saw its end first
-    record_outcome(job, running.row, exit_code, reason, running.exited_at)
+        stop = STOPPED_AT_ONCE  # killed on the way out, whoever saw its end first
+    record_outcome(job, running.row, Ending(exit_code, stop, worker_gone=gone), running.exited_at)
 
 
-def record_outcome(job: Attempt, row: Process, exit_code: int | None, reason: str, ended_at=None) -> bool:
-    """Read what the hook reported, apply it, close its row, wake its result; True if this
-    call closed the row. Every step is idempotent, so a retry on a new connection after a
-    database blip repeats them."""
+def record_outcome(job: Attempt, row: Process, ending: Ending, ended_at=None) -> bool:
+    """Read what the hook reported, apply it, decide the attempt's outcome once, close its
+    row with it, wake its result; True if this call closed the row. Every step is
+    idempotent, so a retry on a new connection after a database blip repeats them."""
     closed = []
+    if ending.exit_code != 0 and not ending.worker_gone:
+        ending = dataclasses.replace(ending, browser_lost=browsing.lost(job.browser),
+                                     disk_full=diskspace.out_of_space(job.pwd, row.stderr_path),
+                                     stderr_tail=last_line(row.stderr_path))
+        if ending.disk_full:
+            diskspace.report(row.label, job.pwd)
 
     def record() -> None:
         report = _read(row, job)
         apply_report(report, job.snapshot)
-        outcome = report.to_json()
-        if reason.startswith(runner.SHUTDOWN) or reason.startswith(GONE):
-            outcome["interrupted"] = True  # not the hook's doing: run it again, uncounted
-        elif reason == CLEANUP:
-            outcome["cleanup"] = True  # its owner stopped it: judged by its exit, not failed for it
-        elif exit_code != 0 and browsing.lost(job.browser):
-            # Its browser crashed or hung under it: run it again in the new one, uncounted.
-            outcome.update(interrupted=True, browser_lost=True)
-            outcome.setdefault("notes", []).append("the shared browser crashed or hung during this attempt")
-        elif exit_code != 0 and diskspace.out_of_space(job.pwd, row.stderr_path):
-            # Nor is a full disk: run it again once there is space, uncounted.
-            diskspace.report(row.label, job.pwd)
-            outcome.update(interrupted=True, disk_full=True)
-        elif exit_code not in (0, None) and not reason:
-            # It ended on its own: say why in its words. A hook the runner stopped (a
-            # timeout, its snapshot sealed) ended for the runner's reason, not its stderr's.
-            outcome.update(failure_of(report.result, row.stderr_path, exit_code))
-        closed.append(runner.finish(row, exit_code, reason, outcome, ended_at=ended_at))
+        outcome = decide(ending, report.result)
+        closed.append(runner.finish(row, ending.exit_code, ending.worker_gone or (ending.stop.text if ending.stop else ""),
+                                    {**report.to_json(), "outcome": outcome.to_json()}, ended_at=ended_at))
         wake_rows(ArchiveResult, [job.result_id])
 
     runner.persistently(record, row.label)
     return closed[-1]
-
-
-# What a hook that cannot find a program it needs says (its shell, Python, or the hook itself).
-MISSING_BINARY = re.compile(r"command not found|not found in PATH|binary (?:\S+ )?(?:was )?not found|"
-                            r"no such file or directory: '[^']*'|is not installed|could not find (?:a |the )?(?:binary|executable)",
-                            re.IGNORECASE)
-
-
-def failure_of(reported: dict | None, stderr_path: str, exit_code: int) -> dict:
-    """Why a hook failed, in its own words: the ``output_str`` of a record that says it
-    failed, else the last line of its stderr. A program it needs and cannot find is not
-    worth another attempt."""
-    reported = reported or {}
-    said = (reported.get("output_str") or "").strip() if reported.get("status") == ArchiveResultGraph.failed else ""
-    reason = said or last_line(stderr_path)
-    facts = {"reason": reason[:300]} if reason else {}
-    if exit_code == 127 or (reason and MISSING_BINARY.search(reason)):
-        facts["missing_binary"] = True
-    return facts
 
 
 def last_line(path: str, window: int = 8192) -> str:
@@ -288,8 +263,8 @@ def last_line(path: str, window: int = 8192) -> str:
     return next((line.strip() for line in reversed(lines) if line.strip()), "")
 
 
-# Why a background hook was stopped when its owner no longer needed it (not a failure).
-CLEANUP = "stopped at cleanup"
+# A background hook stopped when its owner no longer needs it (not a failure).
+CLEANUP = Stop(Stopped.CLEANUP, "stopped at cleanup")
 # A daemon has no wall-clock timeout: its watcher keeps its Process row's deadline this far
 # ahead, renewing it once less than DAEMON_RENEW is left (a dead machine's rows then expire).
 DAEMON_LEASE = 120.0
@@ -316,12 +291,12 @@ class Watcher:
     def interval(self) -> float:
         return 0.5 if self.ready else READY_POLL
 
-    def grace(self, reason: str) -> float:
-        if reason == CLEANUP and self.job.stop_grace is not None:
+    def grace(self, stop: Stop | None) -> float:
+        if stop is not None and stop.why is Stopped.CLEANUP and self.job.stop_grace is not None:
             return float(self.job.stop_grace)
         return settings.ENGINE.hook_kill_grace
 
-    def should_stop(self) -> str | None:
+    def should_stop(self) -> Stop | None:
         if not self.ready:
             self._check_ready()
         if self.job.timeout is None:
@@ -370,10 +345,10 @@ def mark_ready(job: Attempt) -> None:
         wake_rows(model, [pk])
 
 
-def stop_reason(result_id, attempt: int) -> str | None:
+def stop_reason(result_id, attempt: int) -> Stop | None:
     """Why a running hook should stop now, if it should."""
     if STOP.due():
-        return runner.SHUTDOWN
+        return Stop(Stopped.SHUTDOWN, runner.SHUTDOWN)
     try:
         row = ArchiveResult.objects.filter(pk=result_id).values("status", "attempts", "snapshot__status", "crawl__status",
                                                                 "stop_requested_at").first()
@@ -384,18 +359,18 @@ def stop_reason(result_id, attempt: int) -> str | None:
         connection.close()
         return None
     if row is None:
-        return "result deleted"
+        return Stop(Stopped.CANCELLED, "result deleted")
     if row["status"] != ArchiveResultGraph.started or row["attempts"] != attempt:
-        return "result cancelled"
+        return Stop(Stopped.CANCELLED, "result cancelled")
     if row["stop_requested_at"] is not None:
         return CLEANUP
     owner_status = row["snapshot__status"] or row["crawl__status"]
     if owner_status in SnapshotGraph.finals | CrawlGraph.finals:
-        return f"terminated when its {'snapshot' if row['snapshot__status'] else 'crawl'} was {owner_status}"
+        return Stop(Stopped.OWNER_ENDED, f"terminated when its {'snapshot' if row['snapshot__status'] else 'crawl'} was {owner_status}")
     return None
 
 
-class Stop:
+class WorkerStop:
     """This worker's stop, as its hooks see it. From the first signal (``shutting_down``),
     running hooks have HOOK_STOP_GRACE to finish before they are stopped; ``at_once`` (a
     second signal) stops them now."""
@@ -420,7 +395,7 @@ class Stop:
         self.at_once.clear()
 
 
-STOP = Stop()
+STOP = WorkerStop()
 
 
 class HookRuns:
@@ -508,8 +483,8 @@ def outlink_sink(snapshot: Snapshot | None, crawl: Crawl, wanted: Callable[[str]
     return sink
 
 
-def _close_unlaunched(row: Process, job: Attempt, reason: str, permanent: bool = False, interrupted: bool = False) -> None:
-    runner.close_unlaunched(row, reason, permanent=permanent, interrupted=interrupted)
+def _close_unlaunched(row: Process, job: Attempt, outcome: AttemptOutcome) -> None:
+    runner.close_unlaunched(row, outcome)
     wake_rows(ArchiveResult, [job.result_id])
 
 
@@ -518,7 +493,7 @@ def _record_failure(key: str, machine: Machine, result: ArchiveResult, pwd: Path
     row, created = runner.create(kind=Process.Kind.HOOK, cmd=[], pwd=pwd, env={}, timeout=None, machine=machine,
                                  key=key, archiveresult_id=result.pk, attempt=result.attempts, label=label)
     if created:
-        runner.close_unlaunched(row, reason, permanent=True)
+        runner.close_unlaunched(row, unlaunched(reason, interrupted=False))
         logger.warning("%s: %s", label, reason)
     wake_rows(ArchiveResult, [result.pk])
 
@@ -533,7 +508,7 @@ def sweep_hooks(machine: Machine, grace: float, exclude_pid: int | None = None) 
     never launched, adopt those still running, record those that ended. Returns rows closed."""
     closed = 0
     for row in sweep.orphans(machine, ProcessGraph.queued):
-        if row.parent_id is not None and runner.close_unlaunched(row, "never launched: its worker was gone", interrupted=True):
+        if row.parent_id is not None and runner.close_unlaunched(row, unlaunched("never launched: its worker was gone", interrupted=True)):
             closed += 1
             wake_rows(ArchiveResult, [row.archiveresult_id])
     for row in sweep.orphans(machine, ProcessGraph.running):
@@ -568,13 +543,13 @@ def recover(row: Process, grace: float) -> int:
     ran, or its wrapper was killed) the attempt was interrupted. Returns 1 if it closed the row."""
     runner.kill_orphan(row.pid, row.pid_started, row.pwd, grace)  # whatever it left running
     code = runner.read_status(runner.status_path(row.stdout_path)) if row.stdout_path else None
-    reason = "" if code is not None else f"{GONE} its worker died and it left no exit status"
+    gone = "" if code is not None else f"{GONE} its worker died and it left no exit status"
     job = _attempt_of(row)
     if job is None:
-        return int(runner.finish(row, code, reason or "its result is gone"))
+        return int(runner.finish(row, code, gone or "its result is gone"))
     if code is not None:
         logger.warning("recording %s (pid %s), which ended (exit %s) after its worker was gone", row.label, row.pid, code)
-    return int(record_outcome(job, row, code, reason))
+    return int(record_outcome(job, row, Ending(code, worker_gone=gone)))
 
 
 def _attempt_of(row: Process) -> Attempt | None:
@@ -613,8 +588,9 @@ def stop_hooks(worker: Process, graceful: bool) -> None:
             logger.warning("stopping %s (pid %s) on the way out", hook.label, hook.pid)
             runner.kill_orphan(hook.pid, hook.pid_started, hook.pwd, grace=0.2)
         RUNS.join(timeout=2.0)  # their watchers record them
+        outcome = decide(Ending(None, STOPPED_AT_ONCE), None)
         for hook in hooks:
-            if runner.finish(hook, None, STOPPED_AT_ONCE, {"interrupted": True, "notes": [STOPPED_AT_ONCE]}) and hook.archiveresult_id:
+            if runner.finish(hook, None, STOPPED_AT_ONCE.text, {"notes": [STOPPED_AT_ONCE.text], "outcome": outcome.to_json()}) and hook.archiveresult_id:
                 wake_rows(ArchiveResult, [hook.archiveresult_id])
     STOP.reset()
 

@@ -7,7 +7,6 @@ Handlers never write: the tick runner applies the decision under the row's claim
 from __future__ import annotations
 
 import datetime as dt
-import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -19,8 +18,12 @@ from archivebox.hooks.catalog import catalog
 from archivebox.hooks.discovery import hook_order, is_daemon, is_finite, stopped_at_cleanup
 from archivebox.core.reads import PARK, crawl_option, expected_hooks, folder_size, owner_layers, parked, results_of
 from archivebox.core import rowsql
+from archivebox.hooks.outcome import AttemptOutcome, Outcome
+from archivebox.tasks.judging import Attempt as JudgedAttempt
+from archivebox.tasks.judging import judge
+from archivebox.tasks.policy import RetryPolicy
 from archivebox.tasks.registry import Decision, Go, Wait
-from archivebox.transitions import archiveresult as ar_t
+from archivebox.transitions import archiveresult as result_t
 from archivebox.transitions import crawl as crawl_t
 from archivebox.transitions import process as process_t
 from archivebox.transitions import snapshot as snapshot_t
@@ -29,15 +32,10 @@ from archivebox.transitions.effects import (ActivateSnapshots, CrawlStarted, Cre
                                             StopBackground, WakeStep)
 
 FINAL_RESULT = tuple(ArchiveResultGraph.finals)
-PUMP = dt.timedelta(seconds=5)
+# A crawl with snapshots in progress looks again this often, letting parked ones in as room frees.
+SNAPSHOTS_RECHECK = dt.timedelta(seconds=5)
 # Margin beyond a hook's timeout for its waiter to stop it and record the outcome.
 HOOK_DEADLINE_GRACE = 30.0
-# How many attempts of one result may be interrupted (its worker stopped or died) without counting.
-MAX_INTERRUPTIONS = 20
-# The exit code by which an abx-plugins hook says it had nothing to do (abx-dl's PROCESS_EXIT_SKIPPED).
-EXIT_SKIPPED = 10
-# A hook that failed on a full disk runs again (uncounted) after this long.
-DISK_FULL_BACKOFF = dt.timedelta(seconds=15)
 
 
 def seconds(value: float) -> dt.timedelta:
@@ -182,8 +180,8 @@ def stop_wave(kind: OwnerKind, owner_id, running: list[ResultView], before: str 
     as abx-dl stops them: a plugin's services are stopped only once no other running hook's
     plugin requires it (``required_plugins``: the recorders using a browser tab flush before
     the tab closes). A dependency cycle stops them all at once."""
-    cat = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
-    needs = {r.plugin: cat.with_requirements({r.plugin.lower()}) - {r.plugin.lower()} for r in running}
+    plugins = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
+    needs = {r.plugin: plugins.with_requirements({r.plugin.lower()}) - {r.plugin.lower()} for r in running}
     unstopped = [r for r in running if r.status == ArchiveResultGraph.started and r.stop_requested_at is None and stopped_at_cleanup(r.hook_name)]
     wave = {r.plugin for r in unstopped
             if not any(r.plugin.lower() in needs[other.plugin] for other in running if other.plugin != r.plugin)}
@@ -227,7 +225,7 @@ def handle_crawl(crawl: Crawl, *, now: dt.datetime, config: EngineConfig) -> Dec
         return await_sideeffect(crawl.modified_at, now, config, "root snapshots not created yet",
                                 CreateRootSnapshots(crawl.pk))
     if snapshots.filter(status__in=SnapshotGraph.non_final()).exists():
-        return Wait(now + PUMP, "snapshots in progress", (ActivateSnapshots(crawl.pk),))
+        return Wait(now + SNAPSHOTS_RECHECK, "snapshots in progress", (ActivateSnapshots(crawl.pk),))
     if ArchiveResult.objects.filter(crawl=crawl, snapshot__isnull=False, retry_at__isnull=False).exists():
         # Ended snapshots' background hooks are being stopped; the crawl ends once they are recorded.
         return Wait(recheck(now, config), "background hooks of its snapshots being recorded")
@@ -301,7 +299,7 @@ def hook_timeout(result: ArchiveResult) -> int:
 def start_or_wait(result: ArchiveResult, owner, now: dt.datetime, config: EngineConfig) -> Decision:
     kind = type(owner).__name__.lower()
     if owner.is_final:
-        return Go(ar_t.transition_archiveresult_queued_to_skipped, {"reason": f"its {kind} was {owner.status} before this hook ran"})
+        return Go(result_t.transition_archiveresult_queued_to_skipped, {"reason": f"its {kind} was {owner.status} before this hook ran"})
     if owner.status != owner.graph.started or result.step > owner.current_step:
         return Wait(parked(now), f"waiting for step {result.step}")
     blocked = blocked_by(result)
@@ -310,12 +308,12 @@ def start_or_wait(result: ArchiveResult, owner, now: dt.datetime, config: Engine
         return Wait(recheck(now, config) if blocked.effects else parked(now), f"waiting for {blocked.what}", blocked.effects)
     too_big = oversized(result)
     if too_big:
-        return Go(ar_t.transition_archiveresult_queued_to_skipped, {"reason": too_big})
+        return Go(result_t.transition_archiveresult_queued_to_skipped, {"reason": too_big})
     try:
         timeout = hook_timeout(result)
     except ConfigError as err:
-        return Go(ar_t.transition_archiveresult_give_up, {"error": f"config error: {err}"})
-    return Go(ar_t.transition_archiveresult_queued_to_started, {"check_at": now + seconds(min(config.sideeffect_lost_after, timeout))})
+        return Go(result_t.transition_archiveresult_give_up, {"error": f"config error: {err}"})
+    return Go(result_t.transition_archiveresult_queued_to_started, {"check_at": now + seconds(min(config.sideeffect_lost_after, timeout))})
 
 
 @dataclass(frozen=True)
@@ -370,75 +368,12 @@ def judge_attempt(result: ArchiveResult, owner, now: dt.datetime, config: Engine
     process = AttemptView(*found[0]) if found else None
     if process is None or process.status != ProcessGraph.exited:
         return wait_for_attempt(result, process, owner, now, config)
-    outcome = process.result_json or {}
-    reported = outcome.get("result") or {}
-    output_str, output_json = reported.get("output_str") or "", reported.get("output_json")
-    if outcome.get("permanent"):
-        return Go(ar_t.transition_archiveresult_started_to_failed, {"output_str": process.reason, "output_json": output_json})
-    if outcome.get("cleanup"):
-        return judge_cleanup_stop(process, reported, output_json)
-    if process.exit_code == EXIT_SKIPPED:
-        why = output_str or outcome.get("reason") or f"skipped (exit code {EXIT_SKIPPED})"
-        return Go(ar_t.transition_archiveresult_started_to_skipped, {"output_str": why, "output_json": output_json})
-    if process.exit_code == 0 and not outcome.get("result"):
-        # It ran fine and reported nothing: ArchiveBox 0.9.73 (abx-dl) records that as noresults.
-        return Go(ar_t.transition_archiveresult_started_to_noresults, {"output_str": "", "output_json": output_json})
-    if process.exit_code == 0:
-        target = {"failed": ar_t.transition_archiveresult_started_to_failed,
-                  "skipped": ar_t.transition_archiveresult_started_to_skipped,
-                  "noresults": ar_t.transition_archiveresult_started_to_noresults}.get(reported.get("status"),
-                                                                                      ar_t.transition_archiveresult_started_to_succeeded)
-        return Go(target, {"output_str": output_str, "output_json": output_json})
-    why = process.reason or (f"exit code {process.exit_code}" if process.exit_code is not None else "no exit code")
-    if outcome.get("reason"):
-        why = f"{outcome['reason']} ({why})"  # the hook's own words first
-    if outcome.get("missing_binary"):
-        return Go(ar_t.transition_archiveresult_started_to_failed, {"output_str": why, "output_json": output_json})
-    if outcome.get("interrupted"):
-        if outcome.get("disk_full"):
-            why, now = f"disk full ({why})", now + DISK_FULL_BACKOFF  # tried again when there may be space
-        return interrupted(result, owner, why, output_json, now, config)
-    if owner.is_final:
-        return Go(ar_t.transition_archiveresult_started_to_failed, {"output_str": why, "output_json": output_json})
-    return retry_or_fail(result, why, output_json, now, config)
-
-
-# How a background hook stopped at cleanup may end and still be judged by what it reported
-# (abx-dl's polite cleanup exits): on its own, or by the SIGTERM or SIGINT it was sent.
-POLITE_EXITS = frozenset({0, -2, -15, 130, 143})
-
-
-def judge_cleanup_stop(process: AttemptView, reported: dict, output_json) -> Decision:
-    """A background service its owner stopped at cleanup: that is not a failure. Its record
-    decides (no record: ``noresults``, as ArchiveBox 0.9.73 records it); only one that
-    did not stop within its grace (killed) or crashed fails."""
-    if process.exit_code in POLITE_EXITS:
-        target = {"succeeded": ar_t.transition_archiveresult_started_to_succeeded,
-                  "failed": ar_t.transition_archiveresult_started_to_failed,
-                  "skipped": ar_t.transition_archiveresult_started_to_skipped}.get(reported.get("status"),
-                                                                                  ar_t.transition_archiveresult_started_to_noresults)
-        return Go(target, {"output_str": reported.get("output_str") or "", "output_json": output_json})
-    if process.exit_code == EXIT_SKIPPED:
-        return Go(ar_t.transition_archiveresult_started_to_skipped, {"output_str": reported.get("output_str") or "", "output_json": output_json})
-    why = f"{process.reason}, then exit code {process.exit_code} (it did not stop within its grace)"
-    return Go(ar_t.transition_archiveresult_started_to_failed, {"output_str": why, "output_json": output_json})
-
-
-def interrupted(result: ArchiveResult, owner, why: str, output_json, now: dt.datetime, config: EngineConfig) -> Decision:
-    """An attempt cut short by its worker stopping or dying, not by the hook: run it again
-    at once, and the attempt does not count (up to MAX_INTERRUPTIONS times, so that a hook
-    that takes its worker down with it still ends)."""
-    if owner.is_final:
-        kind = type(owner).__name__.lower()
-        return Go(ar_t.transition_archiveresult_started_to_skipped,
-                  {"output_str": f"interrupted ({why}) and its {kind} was {owner.status} before it could run again",
-                   "output_json": output_json})
-    limit = result.attempt_limit or config.hook_max_attempts
-    if limit - config.hook_max_attempts >= MAX_INTERRUPTIONS:
-        return retry_or_fail(result, why, output_json, now, config)
-    return Go(ar_t.transition_archiveresult_started_to_queued,
-              {"retry_at": now, "output_str": f"attempt {result.attempts} interrupted: {why}", "output_json": output_json,
-               "attempt_limit": limit + 1})
+    outcome = AttemptOutcome.of(process.result_json)
+    if outcome is None:
+        # A row closed by the loop itself (its worker's machine went away): nobody saw it end.
+        outcome = AttemptOutcome(Outcome.TRANSIENT, process.reason or "no outcome was recorded")
+    record = (process.result_json or {}).get("result") or {}
+    return judge(JudgedAttempt(result, owner, outcome, record, now, RetryPolicy.of(config)))
 
 
 def wait_for_attempt(result: ArchiveResult, process: AttemptView | None, owner, now: dt.datetime, config: EngineConfig) -> Decision:
@@ -449,9 +384,10 @@ def wait_for_attempt(result: ArchiveResult, process: AttemptView | None, owner, 
     try:
         deadline = result.started_at + seconds(hook_timeout(result) + HOOK_DEADLINE_GRACE)
     except ConfigError as err:
-        return Go(ar_t.transition_archiveresult_started_to_failed, {"output_str": f"config error: {err}"})
+        return Go(result_t.transition_archiveresult_started_to_failed, {"output_str": f"config error: {err}"})
     if now >= deadline:
-        return retry_or_fail(result, "no exit was recorded by its deadline (its worker may have died)", None, now, config)
+        lost = AttemptOutcome(Outcome.TRANSIENT, "no exit was recorded by its deadline (its worker may have died)")
+        return judge(JudgedAttempt(result, owner, lost, {}, now, RetryPolicy.of(config)))
     if process is None:
         # The launch was asked for at started_at; if no Process row shows up, ask again.
         first_check = result.started_at + seconds(config.sideeffect_lost_after)
@@ -462,15 +398,6 @@ def wait_for_attempt(result: ArchiveResult, process: AttemptView | None, owner, 
     if owner.is_final:
         return Wait(min(deadline, now + seconds(config.hook_kill_grace + 2)), "being stopped")
     return Wait(deadline, "hook running")
-
-
-def retry_or_fail(result: ArchiveResult, why: str, output_json, now: dt.datetime, config: EngineConfig) -> Decision:
-    if result.attempts < (result.attempt_limit or config.hook_max_attempts):
-        delay = config.hook_retry_backoff * 2 ** (result.attempts - 1) * random.uniform(0.9, 1.1)
-        return Go(ar_t.transition_archiveresult_started_to_queued,
-                  {"retry_at": now + seconds(delay), "output_str": f"attempt {result.attempts} failed: {why}", "output_json": output_json})
-    return Go(ar_t.transition_archiveresult_started_to_failed,
-              {"output_str": f"{why} (gave up after {result.attempts} attempts)", "output_json": output_json})
 
 
 # Process -------------------------------------------------------------------------

@@ -66,7 +66,8 @@ def test_a_browser_killed_mid_capture_is_replaced_and_its_snapshots_retried(tmp_
         cut = [json.loads(row["result_json"]) for row in collection.query(
             "SELECT p.result_json FROM core_process p JOIN core_archiveresult r ON p.archiveresult_id = r.id "
             "WHERE r.plugin='chrome' AND p.exit_code != 0")]
-        assert cut and all(outcome.get("interrupted") and outcome.get("browser_lost") for outcome in cut), cut
+        assert cut and all(outcome["outcome"]["kind"] == "interrupted" and "shared browser crashed or hung" in outcome["outcome"]["reason"]
+                          for outcome in cut), cut
 
         profiles = browser_profiles(collection)
         collection.stop_all(signal.SIGTERM)

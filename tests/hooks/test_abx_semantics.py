@@ -15,6 +15,7 @@ from django.conf import settings
 from django.utils import timezone
 from helpers import FIXTURE_PLUGINS, wait_until
 
+from archivebox.hooks.outcome import AttemptOutcome, Outcome
 from archivebox.config import ConfigError
 from archivebox.hooks.catalog import PluginCatalog
 from archivebox.core.models import ArchiveResult, Process
@@ -232,6 +233,6 @@ def test_a_daemons_watcher_records_its_readiness_keeps_its_deadline_ahead_and_st
             kill_quietly(json.loads(tab.read_text())["pid"])
     hook_effects.RUNS.join(10)
     row = Process.objects.get(key=key)
-    assert (row.reason, row.exit_code, row.result_json.get("cleanup")) == ("stopped at cleanup", -15, True)
+    assert (row.reason, row.exit_code, AttemptOutcome.of(row.result_json)) == ("stopped at cleanup", -15, AttemptOutcome(Outcome.NO_RESULTS))
     judged = tick_result(ArchiveResult.objects.get(pk=result.pk))
     assert (judged.status, judged.output_str) == ("noresults", "")

@@ -15,6 +15,7 @@ import psutil
 import pytest
 from django.conf import settings
 
+from archivebox.hooks.outcome import AttemptOutcome, Outcome, Stop, Stopped, unlaunched
 from archivebox.core.models import Machine, Process
 from archivebox.process import runner
 
@@ -94,7 +95,7 @@ def test_launch_runs_argv_in_its_own_session_in_pwd_with_exactly_the_given_env_a
     """)
     env = {"PATH": os.environ["PATH"], "ONLY_THIS": "1"}
     running = start([PY, "-I", probe, "--url=a b;c", "$(id)"], tmp_path / "cwd", env=env)
-    assert runner.wait(running, timeout=10) == (0, "")
+    assert runner.wait(running, timeout=10) == (0, None)
     row = Process.objects.get(pk=running.row.pk)
     assert row.status == "running" and row.pid == running.pid and row.started_at is not None
     assert row.pid_started == pytest.approx(running.row.pid_started) and row.pid_started > time.time() - 60
@@ -111,25 +112,25 @@ def test_launch_of_a_missing_program_raises_and_the_row_can_be_closed_as_never_l
     row = new_row([str(tmp_path / "nope")], tmp_path)
     with pytest.raises(OSError):
         runner.launch(row, runner.base_env())
-    assert runner.close_unlaunched(row, "could not start: no such file", permanent=True)
+    assert runner.close_unlaunched(row, unlaunched("could not start: no such file", interrupted=False))
     row.refresh_from_db()
     assert (row.status, row.exit_code, row.reason, row.pid) == ("exited", None, "could not start: no such file", None)
-    assert row.result_json["permanent"] is True and row.retry_at is None
+    assert AttemptOutcome.of(row.result_json).kind is Outcome.PERMANENT and row.retry_at is None
 
 
 # wait / terminate ----------------------------------------------------------------------
 
 def test_wait_returns_the_exit_code_of_a_natural_exit(tmp_path):
     running = start(["sh", "-c", "echo out; exit 3"], tmp_path)
-    assert runner.wait(running, timeout=10, grace=0.5) == (3, "")
+    assert runner.wait(running, timeout=10, grace=0.5) == (3, None)
     assert Path(running.row.stdout_path).read_text() == "out\n"
 
 
 def test_a_timeout_stops_the_whole_process_group(tmp_path):
     running = start(["sh", "-c", "sleep 60 & echo $! > kid; sleep 60 & echo $! >> kid; wait"], tmp_path, timeout=0.5)
     kids = read_pids(tmp_path / "kid", 2)
-    code, reason = runner.wait(running, timeout=0.5, grace=1)
-    assert reason == "timed out after 0.5s" and code == -signal.SIGTERM
+    code, stop = runner.wait(running, timeout=0.5, grace=1)
+    assert stop == Stop(Stopped.TIMEOUT, "timed out after 0.5s") and code == -signal.SIGTERM
     assert all(pid_dead(pid) for pid in kids) and group_dead(running.pid)
 
 
@@ -139,10 +140,10 @@ def test_should_stop_stops_the_hook_with_its_reason(tmp_path):
 
     def should_stop():
         asked.append(time.monotonic())
-        return "result cancelled" if len(asked) >= 2 else None
+        return Stop(Stopped.CANCELLED, "result cancelled") if len(asked) >= 2 else None
 
-    code, reason = runner.wait(running, timeout=30, should_stop=should_stop, check_every=0.1, grace=1)
-    assert (code, reason) == (-signal.SIGTERM, "result cancelled") and len(asked) == 2
+    code, stop = runner.wait(running, timeout=30, should_stop=should_stop, check_every=0.1, grace=1)
+    assert (code, stop.text) == (-signal.SIGTERM, "result cancelled") and len(asked) == 2
 
 
 def test_a_process_ignoring_sigterm_is_killed_after_the_grace(tmp_path):
@@ -333,7 +334,7 @@ def test_a_process_started_during_a_database_blip_keeps_running_once_its_start_i
     assert len(refused) == 2
     assert running.handle.poll() is None  # still running
     assert Process.objects.get(pk=row.pk).status == "running"
-    assert runner.wait(running, timeout=10) == (0, "")
+    assert runner.wait(running, timeout=10) == (0, None)
     assert Path(Process.objects.get(pk=row.pk).stdout_path).read_text() == "done\n"
 
 
@@ -384,7 +385,7 @@ def test_a_hook_whose_row_was_closed_before_its_start_was_recorded_never_runs(tm
     launch then loses its compare-and-swap, and the held hook ends unrun instead of running untracked."""
     mark = tmp_path / "ran"
     row = new_row(["sh", "-c", f"touch {mark}"], tmp_path)
-    assert runner.close_unlaunched(Process.objects.get(pk=row.pk), "never launched: its worker was gone")
+    assert runner.close_unlaunched(Process.objects.get(pk=row.pk), unlaunched("never launched: its worker was gone", interrupted=True))
     spawned = []
 
     def spawn(*args):

@@ -68,7 +68,7 @@ def test_foreground_add_records_the_result_of_a_crawl_background_hook(tmp_path):
 def test_no_descendant_outlives_a_hook_that_exits_on_its_own(tmp_path):
     running = launch(["sh", "-c", "sleep 60 & echo $! > kid; echo done"], tmp_path)
     try:
-        assert runner.wait(running, timeout=10, grace=0.5) == (0, "")
+        assert runner.wait(running, timeout=10, grace=0.5) == (0, None)
         kid = int((tmp_path / "kid").read_text())
         assert runner.finish(running.row, 0)
         wait_until(lambda: pid_dead(kid), timeout=1.5, message="the hook's left-behind child to be stopped")
@@ -142,8 +142,8 @@ def test_stopping_one_hook_does_not_touch_a_sibling_hook_that_wrote_a_pid_file(t
         other = launch(["sleep", "60"], folder)
         runner.terminate(other, grace=0.3)
         if pid_dead(sibling.pid):
-            code, reason = runner.wait(sibling, timeout=1)
-            pytest.fail(f"the sibling hook was stopped too, and its own wait reports exit code {code!r} ({reason or 'a natural exit'})")
+            code, stop = runner.wait(sibling, timeout=1)
+            pytest.fail(f"the sibling hook was stopped too, and its own wait reports exit code {code!r} ({stop.text if stop else 'a natural exit'})")
     finally:
         if not pid_dead(sibling.pid):
             runner.terminate(sibling, grace=0.2)

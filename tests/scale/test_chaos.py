@@ -3,7 +3,8 @@
 More than 100 pages of a local site on 127.0.0.1 are archived by real ``huey_consumer``
 processes (a ticks pool and a side-effects pool) with the ``chaosledger`` test plugin
 (tests/scale/plugins/chaosledger/: two foreground Python hooks, a foreground shell hook,
-a background Python hook; each sleeps 0.05-1.5 s, derived from its URL). Every hook run
+a finite background Python hook, each sleeping 0.05-1.5 s derived from its URL, and a
+background service that runs until its snapshot's cleanup stops it). Every hook run
 appends ``start`` and ``end`` lines to a ledger. Meanwhile one pool or the other is
 SIGKILLed with its whole process group (seeded RNG: ``CHAOS_SEED``, printed) and started
 again at once, as a supervisor would. When every row is final:

@@ -13,6 +13,10 @@ it) lives; the kernel drops it when the last of them dies, even by SIGKILL. A ru
 finds the lock taken starts while an earlier run of the same hook for the same snapshot
 is still alive: its ``start`` line ends with ``concurrent``. The run sleeps for a duration derived from
 the URL and the hook (0.05-1.5 s), or CHAOSLEDGER_SECONDS if that is set above 0.
+
+:func:`serve` is the body of a background service instead: after its ``start`` line it
+prints a readiness line and runs until it is stopped (its snapshot's cleanup); on SIGTERM
+it prints its succeeded record, writes ``end ... succeeded`` and exits 0.
 """
 
 import fcntl
@@ -78,3 +82,20 @@ def run(before_record=None) -> None:
     append(f"end {snapshot_id} {hook} {pid} {time.time():.6f} succeeded")
     done = True
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+
+
+def serve() -> None:
+    hook = os.path.basename(sys.argv[0])
+    snapshot_id, pid = arg("snapshot-id"), os.getpid()
+
+    def on_term(signum, frame):
+        print(json.dumps({"type": "ArchiveResult", "status": "succeeded", "output_str": f"served in pid {pid}"}), flush=True)
+        append(f"end {snapshot_id} {hook} {pid} {time.time():.6f} succeeded")
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, on_term)
+    concurrent = "" if locked(snapshot_id, hook) else " concurrent"
+    append(f"start {snapshot_id} {hook} {pid} {time.time():.6f}{concurrent}")
+    print("ready", flush=True)
+    while True:
+        time.sleep(1)

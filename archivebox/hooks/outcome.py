@@ -1,0 +1,163 @@
+"""How one attempt of a hook ended: decided once, by :func:`decide`, where it ends.
+
+The hook runner knows how an attempt ended (its exit status, who stopped it and why, its
+records, whether its worker or its browser went away, a full disk) and turns that into one
+:class:`AttemptOutcome`, stored on the attempt's Process row. The tick that judges the
+result reads it back (:meth:`AttemptOutcome.of`) and maps its :class:`Outcome` to a
+transition through one table (``tasks/judging.py``), with one
+:class:`~archivebox.tasks.policy.RetryPolicy` for every retry. Nothing downstream looks at
+reason strings again.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+# The exit code by which an abx-plugins hook says it had nothing to do (abx-dl's PROCESS_EXIT_SKIPPED).
+EXIT_SKIPPED = 10
+# How a background hook stopped at its owner's cleanup may end and still be judged by what it
+# reported (abx-dl's polite cleanup exits): on its own, or by the SIGTERM or SIGINT it was sent
+# (as a signal, or as a shell reports it: 128 + the signal's number).
+POLITE_EXITS = frozenset({0, -2, -15, 130, 143})
+# The statuses a hook's ArchiveResult record may report.
+REPORTED_STATUSES = frozenset({"succeeded", "failed", "skipped", "noresults"})
+
+
+class Outcome(enum.Enum):
+    """What an attempt came to."""
+
+    SUCCEEDED = "succeeded"  # it reported success (exit 0, or a polite stop at cleanup)
+    REPORTED = "reported"  # it ended as above and its record says failed, skipped or noresults
+    NO_RESULTS = "noresults"  # it ended as above and reported nothing (ArchiveBox: noresults)
+    SKIPPED = "skipped"  # exit code 10: nothing to do here
+    TRANSIENT = "transient"  # another exit, a timeout, a stop by the runner, no exit recorded: retried
+    MISSING_BINARY = "missing_binary"  # a program it needs is not there: failed, not retried
+    PERMANENT = "permanent"  # it could not be started and never will (gone, bad config, no binary)
+    KILLED_AT_CLEANUP = "killed_at_cleanup"  # stopped at its owner's cleanup, and it did not end within its grace
+    INTERRUPTED = "interrupted"  # its worker stopped or died, or its browser went away: again, uncounted
+    DISK_FULL = "disk_full"  # the disk was full: again once there may be space, uncounted
+
+
+class Stopped(enum.Enum):
+    """Why the runner stopped a hook that was still running."""
+
+    TIMEOUT = "timeout"
+    SHUTDOWN = "shutdown"  # its worker is stopping
+    CLEANUP = "cleanup"  # its owner no longer needs this background service
+    CANCELLED = "cancelled"  # its result was cancelled, re-queued or deleted
+    OWNER_ENDED = "owner_ended"  # its snapshot or crawl was sealed or failed meanwhile
+
+
+@dataclass(frozen=True)
+class Stop:
+    """The runner stopped the hook: why, in a word (``why``) and in one line (``text``, the
+    Process row's reason)."""
+
+    why: Stopped
+    text: str
+
+
+@dataclass(frozen=True)
+class Ending:
+    """Everything known of how an attempt ended, for :func:`decide`.
+
+    ``exit_code`` None: nobody could read it (its wrapper was killed too). The facts after
+    ``worker_gone`` are asked by the runner only of an attempt that did not exit 0."""
+
+    exit_code: int | None
+    stop: Stop | None = None
+    worker_gone: str = ""  # why, when it ended (or was found) after its worker died, with no exit status
+    browser_lost: bool = False
+    disk_full: bool = False
+    stderr_tail: str = ""
+
+
+@dataclass(frozen=True)
+class AttemptOutcome:
+    """The one judgement of an attempt. ``status``: the status its record reported
+    (REPORTED); ``reason``: why, in one line, where it did not succeed."""
+
+    kind: Outcome
+    reason: str = ""
+    status: str = ""
+
+    @property
+    def counts(self) -> bool:
+        """Whether the attempt counts towards the hook's attempts (an interruption does not)."""
+        return self.kind not in (Outcome.INTERRUPTED, Outcome.DISK_FULL)
+
+    def to_json(self) -> dict[str, str]:
+        return {"kind": self.kind.value, "reason": self.reason, "status": self.status}
+
+    @classmethod
+    def of(cls, result_json: Mapping[str, Any] | None) -> "AttemptOutcome | None":
+        """The outcome stored on a Process row's ``result_json``, if one was."""
+        stored = (result_json or {}).get("outcome")
+        if not isinstance(stored, Mapping):
+            return None
+        return cls(Outcome(stored["kind"]), stored.get("reason") or "", stored.get("status") or "")
+
+
+# What a hook that cannot find a program it needs says (its shell, Python, or the hook itself).
+MISSING_BINARY = re.compile(r"command not found|not found in PATH|binary (?:\S+ )?(?:was )?not found|"
+                            r"no such file or directory: '[^']*'|is not installed|could not find (?:a |the )?(?:binary|executable)",
+                            re.IGNORECASE)
+
+
+def by_record(record: Mapping[str, Any] | None) -> AttemptOutcome:
+    """A hook that ended well (exit 0, or politely at cleanup): what its record says."""
+    if not record:
+        return AttemptOutcome(Outcome.NO_RESULTS)
+    status = record.get("status")
+    if status in REPORTED_STATUSES and status != "succeeded":
+        return AttemptOutcome(Outcome.REPORTED, str(record.get("output_str") or ""), status)
+    return AttemptOutcome(Outcome.SUCCEEDED)
+
+
+def decide(ending: Ending, record: Mapping[str, Any] | None) -> AttemptOutcome:
+    """The outcome of an attempt that ran, from how it ended and its ArchiveResult record
+    (None if it printed none). In this order: its worker going away is never the hook's
+    doing; a background service stopped at cleanup is judged by its record if it ended
+    politely; exit 10 is a skip; exit 0 is what its record says; then a lost browser, a
+    full disk, the runner's reason to stop it, and last its own words."""
+    stop = ending.stop
+    if ending.worker_gone:
+        return AttemptOutcome(Outcome.INTERRUPTED, ending.worker_gone)
+    if stop is not None and stop.why is Stopped.SHUTDOWN and ending.exit_code not in (0, EXIT_SKIPPED):
+        return AttemptOutcome(Outcome.INTERRUPTED, stop.text)
+    if stop is not None and stop.why is Stopped.CLEANUP:
+        if ending.exit_code in POLITE_EXITS:
+            return by_record(record)
+        if ending.exit_code == EXIT_SKIPPED:
+            return AttemptOutcome(Outcome.SKIPPED, str((record or {}).get("output_str") or ""))
+        return AttemptOutcome(Outcome.KILLED_AT_CLEANUP, f"{stop.text}, then exit code {ending.exit_code} (it did not stop within its grace)")
+    if ending.exit_code == EXIT_SKIPPED:
+        said = str((record or {}).get("output_str") or "") or ending.stderr_tail[:300]
+        return AttemptOutcome(Outcome.SKIPPED, said or f"skipped (exit code {EXIT_SKIPPED})")
+    if ending.exit_code == 0:
+        return by_record(record)
+    exited = f"exit code {ending.exit_code}" if ending.exit_code is not None else "no exit code"
+    if ending.browser_lost:
+        return AttemptOutcome(Outcome.INTERRUPTED, f"the shared browser crashed or hung during this attempt ({stop.text if stop else exited})")
+    if ending.disk_full:
+        return AttemptOutcome(Outcome.DISK_FULL, f"disk full ({stop.text if stop else exited})")
+    if stop is not None:
+        # Ended for the runner's reason (a timeout, its snapshot sealed), not its stderr's.
+        return AttemptOutcome(Outcome.TRANSIENT, stop.text)
+    said = str((record or {}).get("output_str") or "").strip() if (record or {}).get("status") == "failed" else ""
+    words = (said or ending.stderr_tail)[:300]
+    why = f"{words} ({exited})" if words else exited
+    if ending.exit_code == 127 or (words and MISSING_BINARY.search(words)):
+        return AttemptOutcome(Outcome.MISSING_BINARY, why)
+    return AttemptOutcome(Outcome.TRANSIENT, why)
+
+
+def unlaunched(reason: str, *, interrupted: bool) -> AttemptOutcome:
+    """An attempt that never started: its worker stopped or died first (``interrupted``,
+    again and uncounted), or it never can (the hook is gone, its config is bad, a binary
+    it needs cannot be had)."""
+    return AttemptOutcome(Outcome.INTERRUPTED if interrupted else Outcome.PERMANENT, reason)

@@ -1,0 +1,67 @@
+"""The one retry policy of hook attempts.
+
+Every path that runs a hook again goes through :class:`RetryPolicy`: an attempt that
+failed for a reason worth another try (:meth:`RetryPolicy.retry`: counted, with backoff,
+until the attempts run out), one cut short by something that was not the hook's doing
+(:meth:`RetryPolicy.rerun`: its worker stopped or died, its browser went away, the disk
+was full; not counted, up to a budget, so that a hook that takes its worker down with it
+still ends), whether its worker watched it to its end or a live worker recovered it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from dataclasses import dataclass
+
+from archivebox.config import EngineConfig
+from archivebox.core.models import ArchiveResult
+from archivebox.tasks.registry import Go
+from archivebox.transitions import archiveresult as archiveresult_transitions
+
+# How many attempts of one result may be interrupted (its worker stopped or died) without counting.
+MAX_INTERRUPTIONS = 20
+# A hook that failed on a full disk runs again (uncounted) after this long.
+DISK_FULL_PAUSE = 15.0
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """``attempts`` counted attempts per result (HOOK_MAX_ATTEMPTS, or the result's own limit
+    after a user's retry); ``backoff`` seconds before the second, doubling after each
+    (HOOK_RETRY_BACKOFF, with 10 % jitter); ``interruptions`` uncounted re-runs at most;
+    ``disk_full_pause`` seconds before a re-run after a full disk."""
+
+    attempts: int
+    backoff: float
+    interruptions: int = MAX_INTERRUPTIONS
+    disk_full_pause: float = DISK_FULL_PAUSE
+
+    @classmethod
+    def of(cls, config: EngineConfig) -> "RetryPolicy":
+        return cls(attempts=config.hook_max_attempts, backoff=config.hook_retry_backoff)
+
+    def limit(self, result: ArchiveResult) -> int:
+        return result.attempt_limit or self.attempts
+
+    def delay(self, attempt: int) -> dt.timedelta:
+        return dt.timedelta(seconds=self.backoff * 2 ** (attempt - 1) * random.uniform(0.9, 1.1))
+
+    def retry(self, result: ArchiveResult, why: str, output_json, now: dt.datetime) -> Go:
+        """A counted attempt failed: again after the backoff, or give up once they are spent."""
+        if result.attempts < self.limit(result):
+            return Go(archiveresult_transitions.transition_archiveresult_started_to_queued,
+                      {"retry_at": now + self.delay(result.attempts), "output_str": f"attempt {result.attempts} failed: {why}",
+                       "output_json": output_json})
+        return Go(archiveresult_transitions.transition_archiveresult_started_to_failed,
+                  {"output_str": f"{why} (gave up after {result.attempts} attempts)", "output_json": output_json})
+
+    def rerun(self, result: ArchiveResult, why: str, output_json, now: dt.datetime, pause: float = 0.0) -> Go:
+        """An attempt cut short, not by the hook: again after ``pause``, and it does not
+        count (the result's limit grows by one), unless the budget of such re-runs is spent."""
+        limit = self.limit(result)
+        if limit - self.attempts >= self.interruptions:
+            return self.retry(result, why, output_json, now)
+        return Go(archiveresult_transitions.transition_archiveresult_started_to_queued,
+                  {"retry_at": now + dt.timedelta(seconds=pause), "output_str": f"attempt {result.attempts} interrupted: {why}",
+                   "output_json": output_json, "attempt_limit": limit + 1})

@@ -1,0 +1,122 @@
+"""One outcome per attempt, decided once where it ends (:func:`decide`), and one table from
+outcomes to transitions with one retry policy (``tasks.judging``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.utils import timezone
+
+from archivebox.core.models import ArchiveResult, Crawl, Snapshot
+from archivebox.hooks.outcome import AttemptOutcome, Ending, Outcome, Stop, Stopped, decide, unlaunched
+from archivebox.tasks import judging
+from archivebox.tasks.policy import RetryPolicy
+from archivebox.transitions import archiveresult as t
+
+CLEANUP = Stop(Stopped.CLEANUP, "stopped at cleanup")
+TIMEOUT = Stop(Stopped.TIMEOUT, "timed out after 5s")
+SHUTDOWN = Stop(Stopped.SHUTDOWN, "worker shutting down")
+OK = {"status": "succeeded", "output_str": "saved"}
+SAID_FAILED = {"status": "failed", "output_str": "404 Not Found"}
+
+
+@pytest.mark.parametrize("ending, record, expected", [
+    (Ending(0), OK, AttemptOutcome(Outcome.SUCCEEDED)),
+    (Ending(0), {"output_str": "no status given"}, AttemptOutcome(Outcome.SUCCEEDED)),
+    (Ending(0), SAID_FAILED, AttemptOutcome(Outcome.REPORTED, "404 Not Found", "failed")),
+    (Ending(0), None, AttemptOutcome(Outcome.NO_RESULTS)),
+    (Ending(10, stderr_tail="not html"), None, AttemptOutcome(Outcome.SKIPPED, "not html")),
+    (Ending(10), None, AttemptOutcome(Outcome.SKIPPED, "skipped (exit code 10)")),
+    (Ending(1, stderr_tail="boom"), None, AttemptOutcome(Outcome.TRANSIENT, "boom (exit code 1)")),
+    (Ending(1, stderr_tail="boom"), SAID_FAILED, AttemptOutcome(Outcome.TRANSIENT, "404 Not Found (exit code 1)")),
+    (Ending(127, stderr_tail="sh: wget: not found"), None, AttemptOutcome(Outcome.MISSING_BINARY, "sh: wget: not found (exit code 127)")),
+    (Ending(1, stderr_tail="wget: command not found"), None, AttemptOutcome(Outcome.MISSING_BINARY, "wget: command not found (exit code 1)")),
+    (Ending(-15, TIMEOUT, stderr_tail="ignored"), None, AttemptOutcome(Outcome.TRANSIENT, "timed out after 5s")),
+    (Ending(0, TIMEOUT), OK, AttemptOutcome(Outcome.SUCCEEDED)),  # it ended well on the SIGTERM: its record decides
+    (Ending(-15, SHUTDOWN), OK, AttemptOutcome(Outcome.INTERRUPTED, "worker shutting down")),
+    (Ending(0, SHUTDOWN), OK, AttemptOutcome(Outcome.SUCCEEDED)),
+    (Ending(None, worker_gone="gone: no exit status"), OK, AttemptOutcome(Outcome.INTERRUPTED, "gone: no exit status")),
+    (Ending(1, browser_lost=True), None, AttemptOutcome(Outcome.INTERRUPTED, "the shared browser crashed or hung during this attempt (exit code 1)")),
+    (Ending(1, disk_full=True), None, AttemptOutcome(Outcome.DISK_FULL, "disk full (exit code 1)")),
+    (Ending(0, CLEANUP), OK, AttemptOutcome(Outcome.SUCCEEDED)),
+    (Ending(-15, CLEANUP), None, AttemptOutcome(Outcome.NO_RESULTS)),
+    (Ending(143, CLEANUP), SAID_FAILED, AttemptOutcome(Outcome.REPORTED, "404 Not Found", "failed")),
+    (Ending(10, CLEANUP), None, AttemptOutcome(Outcome.SKIPPED)),
+    (Ending(-9, CLEANUP), OK, AttemptOutcome(Outcome.KILLED_AT_CLEANUP, "stopped at cleanup, then exit code -9 (it did not stop within its grace)")),
+    (Ending(None, CLEANUP), OK, AttemptOutcome(Outcome.KILLED_AT_CLEANUP, "stopped at cleanup, then exit code None (it did not stop within its grace)")),
+])
+def test_decide(ending, record, expected):
+    outcome = decide(ending, record)
+    assert outcome == expected
+    assert AttemptOutcome.of({"outcome": outcome.to_json()}) == outcome  # what the tick reads back
+
+
+def test_an_attempt_that_never_started_is_permanent_unless_its_worker_went_first():
+    assert unlaunched("hook script gone", interrupted=False) == AttemptOutcome(Outcome.PERMANENT, "hook script gone")
+    assert unlaunched("worker shutting down before the hook started", interrupted=True).kind is Outcome.INTERRUPTED
+    assert AttemptOutcome.of({"result": None}) is None
+
+
+def test_every_outcome_has_one_rule():
+    assert set(judging.RULES) == set(Outcome)
+
+
+@pytest.fixture
+def attempt_of():
+    now = timezone.now()
+    crawl = Crawl.objects.create(urls="https://example.com/judge", status="started", started_at=now, retry_at=now)
+    snapshot = Snapshot.objects.create(crawl=crawl, url="https://example.com/judge", status="started", started_at=now, retry_at=now)
+    result = ArchiveResult.objects.create(snapshot=snapshot, crawl=crawl, plugin="noop", hook_name="on_Snapshot__10_noop.sh", step=1,
+                                          status="started", attempts=1, started_at=now, retry_at=now)
+    policy = RetryPolicy(attempts=3, backoff=5.0)
+
+    def attempt(outcome: AttemptOutcome, record: dict | None = None, owner=snapshot) -> judging.Attempt:
+        return judging.Attempt(result, owner, outcome, record or {}, now, policy)
+
+    attempt.result, attempt.now, attempt.snapshot = result, now, snapshot
+    return attempt
+
+
+def test_the_table_maps_each_outcome_to_its_transition(attempt_of):
+    cases = {
+        AttemptOutcome(Outcome.SUCCEEDED): (t.transition_archiveresult_started_to_succeeded, "saved"),
+        AttemptOutcome(Outcome.REPORTED, "gone", "failed"): (t.transition_archiveresult_started_to_failed, "saved"),
+        AttemptOutcome(Outcome.NO_RESULTS): (t.transition_archiveresult_started_to_noresults, ""),
+        AttemptOutcome(Outcome.SKIPPED, "not html"): (t.transition_archiveresult_started_to_skipped, "not html"),
+        AttemptOutcome(Outcome.MISSING_BINARY, "no wget"): (t.transition_archiveresult_started_to_failed, "no wget"),
+        AttemptOutcome(Outcome.PERMANENT, "hook gone"): (t.transition_archiveresult_started_to_failed, "hook gone"),
+        AttemptOutcome(Outcome.KILLED_AT_CLEANUP, "killed"): (t.transition_archiveresult_started_to_failed, "killed"),
+    }
+    for outcome, (transition, output_str) in cases.items():
+        go = judging.judge(attempt_of(outcome, {"output_str": "saved", "output_json": {"n": 1}}))
+        assert (go.transition, go.kwargs["output_str"], go.kwargs["output_json"]) == (transition, output_str, {"n": 1}), outcome
+
+
+def test_one_policy_for_retries_and_uncounted_reruns(attempt_of):
+    now = attempt_of.now
+    retry = judging.judge(attempt_of(AttemptOutcome(Outcome.TRANSIENT, "boom (exit code 1)")))
+    assert retry.transition is t.transition_archiveresult_started_to_queued and "attempt_limit" not in retry.kwargs
+    assert now + dt.timedelta(seconds=4.5) <= retry.kwargs["retry_at"] <= now + dt.timedelta(seconds=5.5)
+    assert retry.kwargs["output_str"] == "attempt 1 failed: boom (exit code 1)"
+    rerun = judging.judge(attempt_of(AttemptOutcome(Outcome.INTERRUPTED, "worker shutting down")))
+    assert (rerun.kwargs["retry_at"], rerun.kwargs["attempt_limit"]) == (now, 4)  # at once, and it does not count
+    paused = judging.judge(attempt_of(AttemptOutcome(Outcome.DISK_FULL, "disk full (exit code 1)")))
+    assert (paused.kwargs["retry_at"], paused.kwargs["attempt_limit"]) == (now + dt.timedelta(seconds=15), 4)
+    ArchiveResult.objects.filter(pk=attempt_of.result.pk).update(attempts=3)
+    attempt_of.result.attempts = 3
+    spent = judging.judge(attempt_of(AttemptOutcome(Outcome.TRANSIENT, "boom")))
+    assert (spent.transition, spent.kwargs["output_str"]) == (t.transition_archiveresult_started_to_failed, "boom (gave up after 3 attempts)")
+    attempt_of.result.attempt_limit = 3 + 20  # the budget of uncounted re-runs is spent: it counts now
+    counted = judging.judge(attempt_of(AttemptOutcome(Outcome.INTERRUPTED, "again")))
+    assert (counted.kwargs["output_str"], "attempt_limit" in counted.kwargs) == ("attempt 3 failed: again", False)
+
+
+def test_an_owner_that_ended_meanwhile_fails_a_transient_error_and_skips_an_interruption(attempt_of):
+    Snapshot.objects.filter(pk=attempt_of.snapshot.pk).update(status="sealed", retry_at=None)
+    sealed = Snapshot.objects.get(pk=attempt_of.snapshot.pk)
+    failed = judging.judge(attempt_of(AttemptOutcome(Outcome.TRANSIENT, "timed out after 5s"), owner=sealed))
+    assert (failed.transition, failed.kwargs["output_str"]) == (t.transition_archiveresult_started_to_failed, "timed out after 5s")
+    skipped = judging.judge(attempt_of(AttemptOutcome(Outcome.INTERRUPTED, "worker shutting down"), owner=sealed))
+    assert skipped.transition is t.transition_archiveresult_started_to_skipped
+    assert skipped.kwargs["output_str"] == "interrupted (worker shutting down) and its snapshot was sealed before it could run again"
