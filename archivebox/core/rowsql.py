@@ -1,13 +1,15 @@
-"""The tick's hot path, as hand-written statements, and the reads and inserts shared above.
+"""The tick's hot path and the reads made on every hook run, as hand-written statements.
 
-Building a query with the ORM costs about 0.3 ms of Python per statement, more than the
-statement itself; ticks run thousands of times a second, so the dispatcher's and the
-tick's claims (:func:`dispatch_claim`, :func:`claim`, :func:`unclaim`), the due scans
-(which also make SQLite walk the due index), :func:`wake` and the compare-and-swap write
-(:func:`update`) are written out here, in SQL that SQLite (3.35+) and Postgres both run.
-The other functions (:func:`values`, :func:`insert`, :func:`insert_new`, :func:`load`,
-:func:`attach`) go through the ORM: measured end to end, their hand-written versions
-gained less than 5 % (see archivebox.tuning's list of removed tricks).
+Building a query with the ORM costs about 0.3 ms of Python per statement (more on a busy
+machine), more than the statement itself. Ticks run thousands of times a second, so the
+dispatcher's and the tick's claims (:func:`dispatch_claim`, :func:`claim`, :func:`unclaim`),
+the due scans (which also make SQLite walk the due index), :func:`wake` and the
+compare-and-swap write (:func:`update`) are written out here, in SQL that SQLite (3.35+)
+and Postgres both run, with :func:`attach`, which loads a claimed batch's related rows;
+so are :func:`values` and :func:`load`, the reads that a hook run and the side effects
+that follow it make about a dozen times (archivebox.tuning, 3, says what each gains).
+Inserts (:func:`insert`, :func:`insert_new`) go through the ORM: their hand-written
+versions gained less than 1 %.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from __future__ import annotations
 import datetime as dt
 
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.models import Prefetch, prefetch_related_objects
 
 
 INSERT_BATCH = 200  # rows per INSERT statement (SQLite allows 32,766 parameters per statement)
@@ -153,11 +154,30 @@ def wake(model, pks, now: dt.datetime) -> int:
 _LOOKUPS = {"": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">=", "in": "IN"}
 
 
+def _where(model, where: dict, params: list, db) -> str:
+    """The conditions of ``where`` ANDed, their parameters appended to ``params``. Keys are
+    field names with an optional ``__lt``/``__lte``/``__gt``/``__gte``/``__in``/``__isnull``."""
+    conditions = []
+    for key, value in where.items():
+        name, _, lookup = key.partition("__")
+        field = model._meta.get_field(name)
+        if lookup == "isnull":
+            conditions.append(f"{field.column} IS {'' if value else 'NOT '}NULL")
+        elif lookup == "in":
+            values_in = list(value)
+            conditions.append(f"{field.column} IN ({', '.join(['%s'] * len(values_in))})")
+            params += [field.get_db_prep_value(v, db) for v in values_in]
+        else:
+            conditions.append(f"{field.column} {_LOOKUPS[lookup]} %s")
+            params.append(field.get_db_prep_value(value, db))
+    return " AND ".join(conditions)
+
+
 def update(model, values: dict, where: dict, retry_at: tuple[dt.datetime, dt.datetime | None] | None = None) -> int:
     """``UPDATE model SET values WHERE where`` without the ORM's query building; returns the row count.
 
-    ``where`` keys are field names with an optional ``__lt``/``__lte``/``__gt``/``__gte``/``__in``.
-    ``retry_at=(now, next)`` sets retry_at to ``next``, or to ``now`` if the row was woken meanwhile.
+    ``where`` as :func:`_where` reads it. ``retry_at=(now, next)`` sets retry_at to ``next``,
+    or to ``now`` if the row was woken meanwhile.
     """
     db = db_connection()
     assignments, params = [], []
@@ -172,18 +192,7 @@ def update(model, values: dict, where: dict, retry_at: tuple[dt.datetime, dt.dat
         else:
             assignments.append("retry_at = CASE WHEN woken THEN %s ELSE %s END")
             params += [db_datetime(now, db), db_datetime(following, db)]
-    conditions = []
-    for key, value in where.items():
-        name, _, lookup = key.partition("__")
-        field = model._meta.get_field(name)
-        if lookup == "in":
-            values_in = list(value)
-            conditions.append(f"{field.column} IN ({', '.join(['%s'] * len(values_in))})")
-            params += [field.get_db_prep_value(v, db) for v in values_in]
-        else:
-            conditions.append(f"{field.column} {_LOOKUPS[lookup]} %s")
-            params.append(field.get_db_prep_value(value, db))
-    sql = f"UPDATE {model._meta.db_table} SET {', '.join(assignments)} WHERE {' AND '.join(conditions)}"
+    sql = f"UPDATE {model._meta.db_table} SET {', '.join(assignments)} WHERE {_where(model, where, params, db)}"
     with db.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.rowcount
@@ -203,44 +212,73 @@ def insert_new(objs: list) -> None:
         type(objs[0])._default_manager.bulk_create(objs, batch_size=INSERT_BATCH, ignore_conflicts=True)
 
 
-def values(model, names: tuple[str, ...], where: dict, order_by: str = "") -> list[tuple]:
-    """``SELECT names FROM model WHERE where`` (``order_by``: field names, comma-separated)."""
-    found = model._default_manager.filter(**where)
+def values(model, names: tuple[str, ...], where: dict, order_by: str = "", limit: int | None = None) -> list[tuple]:
+    """``SELECT names FROM model WHERE where [ORDER BY order_by] [LIMIT limit]``: converted
+    values, without building a QuerySet (``where`` as :func:`_where` reads it)."""
+    db = db_connection()
+    reader = _reader(model, names)
+    params: list = []
+    sql = f"SELECT {reader.columns('')} FROM {model._meta.db_table} WHERE {_where(model, where, params, db)}"
     if order_by:
-        found = found.order_by(*(name.strip() for name in order_by.split(",")))
-    return list(found.values_list(*names))
+        sql += f" ORDER BY {order_by}"
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
+    with db.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    return [reader.convert(row, db) for row in rows]
 
 
 def load(model, pks, *relations: str) -> dict:
-    """``{pk: instance}`` for the rows ``pks``, with the foreign keys ``relations`` loaded in the
-    same statement (their models' ``lazy_fields`` deferred, as :func:`attach` does)."""
+    """``{pk: instance}`` for the rows ``pks``, read in one statement, with the foreign keys
+    ``relations`` loaded too (as :func:`attach` does, in the same statement)."""
     pks = list(dict.fromkeys(pks))
     if not pks:
         return {}
-    return _with_related(model._default_manager.all(), model, relations).in_bulk(pks)
+    db = db_connection()
+    reader, related = _reader(model), _related(model, relations)
+    key = ("load", model, relations, len(pks))
+    sql = _SQL.get(key)
+    if sql is None:
+        columns = ", ".join([reader.columns("base"), *(r.columns(alias) for _, alias, r, _ in related)])
+        sql = _SQL[key] = (f"SELECT {columns} FROM {model._meta.db_table} base {_join_sql(related)} "
+                           f"WHERE base.{model._meta.pk.column} IN ({', '.join(['%s'] * len(pks))})")
+    with db.cursor() as cursor:
+        cursor.execute(sql, [db_pk(model, pk, db) for pk in pks])
+        rows = cursor.fetchall()
+    found = {}
+    for row in rows:
+        obj = reader.instance(row, db)
+        _set_related(obj, related, row, len(reader.fields), db)
+        found[obj.pk] = obj
+    return found
 
 
 def attach(objects: list, *relations: str) -> None:
-    """Load the foreign keys ``relations`` of ``objects`` (one query per relation) and set them
-    on the objects. A related model's ``lazy_fields`` (bulky columns its readers here do not
+    """Load the foreign keys ``relations`` of ``objects`` in one statement (a LEFT JOIN per
+    relation) and set them on the objects (what select_related does, without building a
+    QuerySet). A related model's ``lazy_fields`` (bulky columns its readers here do not
     need, such as a crawl's list of seed URLs) stay deferred: reading one loads it then."""
     if not objects or not relations:
         return
+    db = db_connection()
     model = type(objects[0])
-    lookups = [Prefetch(name, queryset=_lazy(model._meta.get_field(name).related_model)) for name in relations]
-    prefetch_related_objects(objects, *lookups)
-
-
-def _lazy(model):
-    return model._default_manager.defer(*getattr(model, "lazy_fields", ()))
-
-
-def _with_related(queryset, model, relations: tuple[str, ...]):
-    if not relations:
-        return queryset  # select_related() without names would follow every foreign key
-    deferred = [f"{name}__{lazy}" for name in relations
-                for lazy in getattr(model._meta.get_field(name).related_model, "lazy_fields", ())]
-    return queryset.select_related(*relations).defer(*deferred)
+    by_pk = {obj.pk: obj for obj in objects}
+    related, pk_reader = _related(model, relations), _reader(model, (model._meta.pk.name,))
+    key = ("attach", model, relations, len(by_pk))
+    sql = _SQL.get(key)
+    if sql is None:
+        pk_column = model._meta.pk.column
+        columns = ", ".join(r.columns(alias) for _, alias, r, _ in related)
+        sql = _SQL[key] = (f"SELECT base.{pk_column}, {columns} FROM {model._meta.db_table} base {_join_sql(related)} "
+                           f"WHERE base.{pk_column} IN ({', '.join(['%s'] * len(by_pk))})")
+    with db.cursor() as cursor:
+        cursor.execute(sql, [db_pk(model, pk, db) for pk in by_pk])
+        rows = cursor.fetchall()
+    for row in rows:
+        obj = by_pk.get(pk_reader.convert(row[:1], db)[0])
+        if obj is not None:
+            _set_related(obj, related, row, 1, db)
 
 
 class _Reader:
@@ -281,12 +319,39 @@ _READERS: dict = {}
 _SQL: dict = {}  # statement texts by their shape (the caches hold a few dozen entries in all)
 
 
-def _reader(model, names: tuple[str, ...] | None = None) -> _Reader:
-    """The reader of ``names`` (by default every concrete field)."""
+def _reader(model, names: tuple[str, ...] | None = None, lazy: bool = True) -> _Reader:
+    """The reader of ``names`` (by default every concrete field; without ``lazy``, less the
+    model's ``lazy_fields``)."""
     db = db_connection()
-    key = (model, names, db.vendor)
+    key = (model, names, lazy, db.vendor)
     reader = _READERS.get(key)
     if reader is None:
-        fields = [model._meta.get_field(name) for name in names] if names is not None else list(model._meta.concrete_fields)
+        if names is not None:
+            fields = [model._meta.get_field(name) for name in names]
+        else:
+            fields = [f for f in model._meta.concrete_fields if lazy or f.name not in getattr(model, "lazy_fields", ())]
         reader = _READERS[key] = _Reader(model, fields)
     return reader
+
+
+def _related(model, relations: tuple[str, ...]) -> list:
+    """``(name, alias, reader, join column)`` of each relation to LEFT JOIN (aliases r0, r1, ...)."""
+    related = []
+    for index, name in enumerate(relations):
+        field = model._meta.get_field(name)
+        related.append((name, f"r{index}", _reader(field.related_model, lazy=False), field.column))
+    return related
+
+
+def _join_sql(related: list) -> str:
+    return " ".join(f"LEFT JOIN {r.model._meta.db_table} {alias} ON {alias}.{r.model._meta.pk.column} = base.{column}"
+                    for _, alias, r, column in related)
+
+
+def _set_related(obj, related: list, row, start: int, db) -> None:
+    """Set the related objects read by :func:`_related` columns, from ``row[start:]``."""
+    for name, _, reader, _ in related:
+        values = row[start:start + len(reader.fields)]
+        start += len(reader.fields)
+        if values[reader.pk_index] is not None:
+            setattr(obj, name, reader.instance(values, db))

@@ -84,9 +84,10 @@ def wake_waiting(snapshot_id, crawl_id) -> None:
 
 def unfinished_foreground(snapshot_id, crawl_id, step: int) -> bool:
     """Is a foreground result of this snapshot (else of this crawl's own hooks), at ``step``
-    or earlier, still unfinished?"""
-    owner_kind, owner_id = ("Snapshot", snapshot_id) if snapshot_id is not None else ("Crawl", crawl_id)
-    return results_of(owner_kind, owner_id).filter(step__lte=step, background=False, retry_at__isnull=False).exists()
+    or earlier, still unfinished? (Once per hook run: a hand-written read, see rowsql.)"""
+    owner = {"snapshot": snapshot_id} if snapshot_id is not None else {"crawl": crawl_id, "snapshot__isnull": True}
+    return bool(rowsql.values(ArchiveResult, ("id",), {**owner, "step__lte": step, "background": False, "retry_at__isnull": False},
+                              limit=1))
 
 
 @sideeffect(ResultFinished)
