@@ -4,6 +4,8 @@ import datetime as dt
 
 import pytest
 
+from helpers import FEED_ENTITY_BOMB, FEED_EXTERNAL_PARAMETER_ENTITY, FEED_QUADRATIC_BLOWUP
+
 from archivebox.core.urlinput import InputError, Seed, better_title, detect, parse, parse_date
 
 
@@ -54,32 +56,12 @@ def test_bad_input_is_one_clear_error():
 
 # Feeds: feedparser reads them once defusedxml has accepted the document ------------------
 
-BOMB = """<?xml version="1.0"?>
-<!DOCTYPE rss [
-  <!ENTITY a "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa">
-  <!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">
-  <!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">
-  <!ENTITY d "&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;">
-  <!ENTITY e "&d;&d;&d;&d;&d;&d;&d;&d;&d;&d;">
-  <!ENTITY f "&e;&e;&e;&e;&e;&e;&e;&e;&e;&e;">
-  <!ENTITY g "&f;&f;&f;&f;&f;&f;&f;&f;&f;&f;">
-  <!ENTITY h "&g;&g;&g;&g;&g;&g;&g;&g;&g;&g;">
-]>
-<rss version="2.0"><channel><item><title>&h;</title><link>https://bomb.example/1</link></item></channel></rss>"""
-
-# One large entity referenced many times: no nesting, still gigabytes once expanded.
-QUADRATIC = ('<?xml version="1.0"?><!DOCTYPE rss [<!ENTITY big "' + "x" * 50_000 + '">]>'
-             '<rss version="2.0"><channel><item><title>' + "&big;" * 20_000 + "</title><link>https://q.example/</link>"
-             "</item></channel></rss>")
-
-
 @pytest.mark.parametrize("feed, message", [
-    (BOMB, "declares entities"),
-    (QUADRATIC, "declares entities"),
+    (FEED_ENTITY_BOMB, "declares entities"),
+    (FEED_QUADRATIC_BLOWUP, "declares entities"),
     ('<?xml version="1.0"?><!DOCTYPE rss [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
      "<rss><channel><item><link>https://a.example/&x;</link></item></channel></rss>", "declares entities"),
-    ('<?xml version="1.0"?><!DOCTYPE rss [<!ENTITY % p SYSTEM "http://127.0.0.1:1/evil.dtd"> %p;]>'
-     "<rss><channel><item><link>https://a.example/</link></item></channel></rss>", "declares entities"),
+    (FEED_EXTERNAL_PARAMETER_ENTITY, "declares entities"),
     ("<rss><channel><item><link>https://a.example/&undeclared;</link></item></channel></rss>", "not a valid feed: undefined entity"),
     ("<rss><channel><item><link>https://a.example/</link></item>", "not a valid feed: no element found"),
     ("<html><body><a href='https://a.example/'>a</a></body></html>", "its root element is <html>"),
