@@ -1,8 +1,11 @@
 """Engine configuration: read once from the environment and the data dir's config file.
 
 Precedence for every key: environment variable > ``<DATA_DIR>/ArchiveBox.conf`` > default.
-Components receive an :class:`EngineConfig` explicitly; nothing reads the environment
-at import time in a default argument.
+``settings`` builds the process's one :class:`EngineConfig` at start-up (``settings.ENGINE``),
+and code reads it there when it runs. The tick layer (the orchestrator, dispatch, the
+ticks' decisions) takes it as an argument instead, passed in by its entry points (the
+tick task, the pools), so tests hand it another. Nothing reads the environment for a
+setting of its own, and nothing reads the config at import time in a default argument.
 """
 
 from __future__ import annotations

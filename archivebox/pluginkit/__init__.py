@@ -2,12 +2,12 @@
 
 Any hook can use it, the built-in plugins and the ones in ``<data>/plugins`` alike::
 
-    from archivebox import pluginkit as kit
+    from archivebox import pluginkit
 
-    args = kit.start("myplugin")                  # argv, --url, MYPLUGIN_ENABLED
-    resp = kit.fetch(args["url"], timeout=kit.timeout_for("myplugin"))
-    kit.write_atomic("page.html", resp.body)
-    kit.finish("succeeded", "page.html")          # the final ArchiveResult record, exit 0
+    args = pluginkit.start("myplugin")                  # argv, --url, MYPLUGIN_ENABLED
+    resp = pluginkit.fetch(args["url"], timeout=pluginkit.timeout_for("myplugin"))
+    pluginkit.write_atomic("page.html", resp.body)
+    pluginkit.finish("succeeded", "page.html")          # the final ArchiveResult record, exit 0
 
 ``docs/plugins.md`` describes the hook contract this kit speaks. What is where:
 
