@@ -1,8 +1,11 @@
 """Engine configuration: read once from the environment and the data dir's config file.
 
 Precedence for every key: environment variable > ``<DATA_DIR>/ArchiveBox.conf`` > default.
-Components receive an :class:`EngineConfig` explicitly; nothing reads the environment
-at import time in a default argument.
+``settings`` builds the process's one :class:`EngineConfig` at start-up (``settings.ENGINE``),
+and code reads it there when it runs. The tick layer (the orchestrator, dispatch, the
+ticks' decisions) takes it as an argument instead, passed in by its entry points (the
+tick task, the pools), so tests hand it another. Nothing reads the environment for a
+setting of its own, and nothing reads the config at import time in a default argument.
 """
 
 from __future__ import annotations
@@ -127,7 +130,7 @@ ENGINE_NUMBERS: dict[str, tuple[str, type, float]] = {
 }
 
 # Every key EngineConfig reads (from the environment or ArchiveBox.conf).
-ENGINE_KEYS = (*ENGINE_NUMBERS, "ACTOR_CONCURRENCY", "MACHINE_ID", "FORKSERVER", "LIB_DIR", "ABXPKG_LIB_DIR", "HOOK_PYTHON",
+ENGINE_KEYS = (*ENGINE_NUMBERS, "ACTOR_CONCURRENCY", "MACHINE_ID", "FORKSERVER", "LIB_DIR", "ABXPKG_LIB_DIR", "HOOK_PYTHON", "REPLAY_PYTHON",
                "ABX_PLUGINS", "FORKSERVER_PRELOAD", "LIFECYCLE_PLUGINS")
 
 
@@ -179,6 +182,9 @@ class EngineConfig:
     # The interpreter third-party Python hooks run under (a path or a command); empty: the
     # newest on PATH or in pyenv that satisfies the hook's requires-python.
     hook_python: str = ""
+    # The interpreter of the replay server (one with pywb 2.10 installed); empty: the replay
+    # environment the engine provisions under the lib dir (archivebox.webarchive.replayenv).
+    replay_python: str = ""
     # Install abx-plugins for the hooks' interpreter and add its plugins folder to the plugin dirs.
     abx_plugins: bool = False
     # Longest one binary install may take; a binary that failed is not tried again for this long.
@@ -236,6 +242,7 @@ class EngineConfig:
         if lib_dir:
             kwargs["lib_dir"] = Path(lib_dir).expanduser().resolve()
         kwargs["hook_python"] = values.get("HOOK_PYTHON", "").strip()
+        kwargs["replay_python"] = values.get("REPLAY_PYTHON", "").strip()
         if values.get("ABX_PLUGINS", "").strip():
             kwargs["abx_plugins"] = parse_bool("ABX_PLUGINS", values["ABX_PLUGINS"])
         kwargs["chrome_binary"] = values.get("CHROME_BINARY", "").strip()

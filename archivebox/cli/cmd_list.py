@@ -19,6 +19,7 @@ import sys
 from django.conf import settings
 from django.utils import timezone
 
+from archivebox import fulltext
 from archivebox.cli import CommandError
 from archivebox.cli.common import at_least, parse_uuid, setup_django
 from archivebox.core import hostleases
@@ -73,7 +74,7 @@ def filter_of(args) -> SnapshotFilter:
 
 def selected(spec: SnapshotFilter, sort: str = "", limit: int = 0):
     try:
-        return ordered(select(spec, settings.DATA_DIR / "search.sqlite3"), sort, limit).prefetch_related("results", "tags")
+        return ordered(select(spec, fulltext.database(settings.DATA_DIR)), sort, limit).prefetch_related("results", "tags")
     except FilterError as err:
         raise CommandError(str(err), code=2) from None
 

@@ -22,7 +22,7 @@ from archivebox.core.models.schedule import BadSchedule, cron_of
 from archivebox.core.urlcheck import InvalidURL, check_url
 from archivebox.core.urlinput import InputError, candidates
 from archivebox.tasks import schedules
-from archivebox.tasks.adding import AddError, schedule_config
+from archivebox.tasks.adding import AddError, check_depth, schedule_config
 
 
 def register(parser) -> None:
@@ -67,9 +67,8 @@ def run(args) -> int:
             cron_of(args.every)
         except BadSchedule as err:
             raise CommandError(str(err), code=2) from None
-        if not 0 <= args.depth <= 9:
-            raise CommandError(f"--depth must be between 0 and 9, got {args.depth}", code=2)
         try:
+            check_depth(args.depth, "--depth")
             config = schedule_config(parse_config(args.config), args.depth)
         except AddError as err:
             raise CommandError(str(err), code=2) from None

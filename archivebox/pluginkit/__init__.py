@@ -2,12 +2,12 @@
 
 Any hook can use it, the built-in plugins and the ones in ``<data>/plugins`` alike::
 
-    from archivebox import pluginkit as kit
+    from archivebox import pluginkit
 
-    args = kit.start("myplugin")                  # argv, --url, MYPLUGIN_ENABLED
-    resp = kit.fetch(args["url"], timeout=kit.timeout_for("myplugin"))
-    kit.write_atomic("page.html", resp.body)
-    kit.finish("succeeded", "page.html")          # the final ArchiveResult record, exit 0
+    args = pluginkit.start("myplugin")                  # argv, --url, MYPLUGIN_ENABLED
+    resp = pluginkit.fetch(args["url"], timeout=pluginkit.timeout_for("myplugin"))
+    pluginkit.write_atomic("page.html", resp.body)
+    pluginkit.finish("succeeded", "page.html")          # the final ArchiveResult record, exit 0
 
 ``docs/plugins.md`` describes the hook contract this kit speaks. What is where:
 
@@ -24,7 +24,7 @@ Any hook can use it, the built-in plugins and the ones in ``<data>/plugins`` ali
   option), :class:`FetchError`, :class:`RateLimited`, :func:`is_transient_status`,
   :func:`is_rate_limited`
 - ``markup``: :func:`decode_bytes` (charset), :func:`scan_html` (html.parser),
-  :func:`normalize_outlink`
+  :func:`normalize_outlink`, :func:`with_base` (a saved page's ``<base>``)
 - ``procs``: :func:`run_cmd` (own session, tree killed on timeout and SIGTERM),
   :func:`install_sigterm_handler`, :func:`which`
 - ``chrome``: the browser captures the ``chrome`` plugin made, as the capture plugins
@@ -47,7 +47,7 @@ from .files import (
     HTML_TYPES, Document, find_document, find_main_html, inside, is_html_type, load_document, load_html,
     read_file, read_json, rendered_dom, sibling_path, snap_dir, write_atomic, write_json,
 )
-from .markup import charset_of, collapse_ws, decode_bytes, normalize_outlink, scan_html, sniff_bytes
+from .markup import BASE_MARKER, charset_of, collapse_ws, decode_bytes, normalize_outlink, scan_html, sniff_bytes, with_base
 from .net import (DEFAULT_MAX_BYTES, MAX_REDIRECTS, RATE_LIMIT_STATUSES, FetchError, RateLimited, Response, fetch, is_rate_limited,
                   is_transient_status)
 from .output import EXIT_RATE_LIMITED, arm_timeout, disarm_timeout, emit, emit_url, finish, log, rate_limited, transient
@@ -60,7 +60,7 @@ __all__ = [
     "is_http_url", "net_options", "parse_args", "start", "timeout_for",
     "HTML_TYPES", "Document", "find_document", "find_main_html", "inside", "is_html_type", "load_document",
     "load_html", "read_file", "read_json", "rendered_dom", "sibling_path", "snap_dir", "write_atomic", "write_json",
-    "charset_of", "collapse_ws", "decode_bytes", "normalize_outlink", "scan_html", "sniff_bytes",
+    "BASE_MARKER", "charset_of", "collapse_ws", "decode_bytes", "normalize_outlink", "scan_html", "sniff_bytes", "with_base",
     "DEFAULT_MAX_BYTES", "MAX_REDIRECTS", "RATE_LIMIT_STATUSES", "FetchError", "RateLimited", "Response", "fetch",
     "is_rate_limited", "is_transient_status",
     "EXIT_RATE_LIMITED", "arm_timeout", "disarm_timeout", "emit", "emit_url", "finish", "log", "rate_limited", "transient",

@@ -61,6 +61,7 @@ from archivebox.hooks import runtime
 from archivebox.hooks.discovery import HookScript, is_background, is_daemon
 from archivebox.hooks.outcome import AttemptOutcome, Ending, Outcome, Stop, Stopped, decide, unlaunched
 from archivebox.hooks.output import HookReport, Outlink, read_report
+from archivebox.webarchive import filing
 from archivebox.process import forkclient, runner, sweep
 from archivebox.process.browser import Lease
 from archivebox.process.registry import current_worker
@@ -245,11 +246,12 @@ def record_outcome(job: Attempt, row: Process, ending: Ending, ended_at=None) ->
     def record() -> None:
         report = _read(row, job)
         apply_report(report, job.snapshot)
+        filed = file_recordings(job.snapshot, job.pwd) if job.snapshot is not None else {}
         outcome = decide(ending, report.result)
         if outcome.kind is Outcome.RATE_LIMITED:
             rest_host(job, row, outcome)
         closed.append(runner.finish(row, ending.exit_code, ending.worker_gone or (ending.stop.text if ending.stop else ""),
-                                    {**report.to_json(), "outcome": outcome.to_json()}, ended_at=ended_at))
+                                    {**report.to_json(), **filed, "outcome": outcome.to_json()}, ended_at=ended_at))
         wake_rows(ArchiveResult, [job.result_id])
 
     runner.persistently(record, row.label)
@@ -266,6 +268,17 @@ def rest_host(job: Attempt, row: Process, outcome: AttemptOutcome) -> None:
     config = settings.ENGINE
     hostleases.pause(host, outcome.retry_after, f"{row.label}: {outcome.reason}"[:300], str(row.pk), timezone.now(),
                      config.rate_limit_backoff, config.rate_limit_max_pause)
+
+
+def file_recordings(snapshot: Snapshot, folder: Path) -> dict:
+    """File the WARC files the hook left (deduplicated, indexed: see
+    :mod:`archivebox.webarchive.filing`) before its outcome is recorded; what was filed,
+    for the Process row's result."""
+    filed = filing.file_folder(snapshot, folder)
+    if not filed.files and not filed.errors:
+        return {}
+    return {"warc": {"files": filed.files, "records": filed.records, "revisits": filed.revisits,
+                     "bytes_deduplicated": filed.bytes_saved, **({"errors": filed.errors} if filed.errors else {})}}
 
 
 def last_line(path: str, window: int = 8192) -> str:

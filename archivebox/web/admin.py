@@ -99,7 +99,7 @@ class StatefulAdmin(admin.ModelAdmin):
     @admin.display(description="status", ordering="status")
     def status_display(self, obj):
         step = getattr(obj, "current_step", None)
-        if obj.status == obj.graph.started and step is not None:
+        if step is not None and obj.status == obj.graph.started:
             return format_html("{} <span class='abx-muted'>step {}</span>", status_badge(obj.status), step)
         return status_badge(obj.status)
 

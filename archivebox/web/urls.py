@@ -3,7 +3,7 @@
 from django.contrib.staticfiles.views import serve as serve_static
 from django.urls import path, re_path, register_converter
 
-from archivebox.web import add, feeds, timeline, views
+from archivebox.web import add, feeds, replay, timeline, views
 
 
 class ArchiveTokenConverter:
@@ -30,6 +30,12 @@ urlpatterns = [
     path("crawl/<uuid:crawl_id>/progress.json", add.crawl_progress, name="crawl-progress"),
     path("rss/", feeds.NewSnapshotsFeed(), name="rss"),
     path("snapshot/<uuid:snapshot_id>/", views.snapshot_detail, name="snapshot"),
+    path("snapshot/<uuid:snapshot_id>/replay/", replay.replay_page, name="replay"),
+    path("snapshot/<uuid:snapshot_id>/replay/<archivetoken:token>/<path:path>", replay.replay_signed, name="replay-signed"),
+    path("snapshot/<uuid:snapshot_id>/wacz", replay.wacz_download, name="snapshot-wacz"),
+    path("timemap/link/<path:url>", replay.timemap, name="timemap"),
+    path("timegate/<path:url>", replay.timegate, name="timegate"),
+    path("web/<str:timestamp>/<path:url>", replay.memento, name="memento"),
     path("timeline/", timeline.url_timeline, name="timeline"),
     path("archive/<uuid:snapshot_id>/", views.archived_file, name="archive-root"),
     path("archive/<uuid:snapshot_id>/<archivetoken:token>/<path:path>", views.archived_file_signed, name="archive-signed"),

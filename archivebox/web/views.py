@@ -20,7 +20,7 @@ from django.contrib.auth.views import redirect_to_login
 from django.core.paginator import Paginator
 from django.db import DatabaseError
 from django.db.models import Count, Q
-from django.http import FileResponse, Http404, JsonResponse
+from django.http import FileResponse, Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -31,8 +31,10 @@ from django.views.decorators.http import require_GET
 from archivebox.core import hostleases
 from archivebox.core.graphs import ArchiveResultGraph
 from archivebox.core.models import ArchiveResult, Snapshot
-from archivebox.web import access, captures, files, links
+from archivebox.web import access, captures, files, links, rebase
 from archivebox.web.health import liveness
+from archivebox.webarchive import lookup
+from archivebox.webarchive.replay import REPLAY
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +120,12 @@ def snapshot_detail(request, snapshot_id: uuid.UUID):
     results = list(snapshot.results.order_by("step", "hook_name"))
     found = captures.of_snapshot(settings.ARCHIVE_DIR, snapshot.pk, results)
     main = captures.main_capture(found)
+    archive = lookup.snapshot_archive(snapshot)
+    # The web archive's replay is the first capture card, when this machine can replay it.
+    target = lookup.replay_target(snapshot) if archive["files"] and REPLAY.available() else None
     return render(request, "web/snapshot_detail.html", {
+        "archive": archive if archive["files"] else None,
+        "replay": {"src": links.replay_src(snapshot.pk, target), "target": target, **archive} if target else None,
         "snapshot": snapshot,
         "waiting": hostleases.why_waiting(snapshot, timezone.now()),
         "staff": access.is_staff(request.user),
@@ -129,6 +136,7 @@ def snapshot_detail(request, snapshot_id: uuid.UUID):
         "total_size": sum(entry.size for entry in entries),
         "captures": found,
         "main": main,
+        "replay_count": 1 if target else 0,
         "preview": None if main else _preview(entries),
     })
 
@@ -191,6 +199,12 @@ def archived_file_signed(request, snapshot_id: uuid.UUID, token: str, path: str 
         response["Referrer-Policy"] = "no-referrer"
         return response
     response = FileResponse(stream, content_type=content_type)
+    if content_type.split(";")[0] in ("text/html", "application/xhtml+xml"):
+        snapshot = Snapshot.objects.get(pk=snapshot_id)
+        replaced = rebase.rebased(target, snapshot_id, token, lookup.replay_target(snapshot))
+        if replaced is not None:  # a saved page's relative URLs: into the web archive
+            stream.close()
+            response = HttpResponse(replaced, content_type=content_type)
     response["Content-Security-Policy"] = PDF_CSP if content_type == "application/pdf" else ARCHIVE_CSP
     response["X-Content-Type-Options"] = "nosniff"
     response["Referrer-Policy"] = "no-referrer"

@@ -21,7 +21,7 @@ def fill_hosts(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('core', '0011_archiveresult_ready_stop'),
+        ('core', '0012_process_kind_replay_webarchive'),
     ]
 
     operations = [
