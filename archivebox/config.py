@@ -1,8 +1,11 @@
 """Engine configuration: read once from the environment and the data dir's config file.
 
 Precedence for every key: environment variable > ``<DATA_DIR>/ArchiveBox.conf`` > default.
-Components receive an :class:`EngineConfig` explicitly; nothing reads the environment
-at import time in a default argument.
+``settings`` builds the process's one :class:`EngineConfig` at start-up (``settings.ENGINE``),
+and code reads it there when it runs. The tick layer (the orchestrator, dispatch, the
+ticks' decisions) takes it as an argument instead, passed in by its entry points (the
+tick task, the pools), so tests hand it another. Nothing reads the environment for a
+setting of its own, and nothing reads the config at import time in a default argument.
 """
 
 from __future__ import annotations
@@ -121,6 +124,9 @@ ENGINE_NUMBERS: dict[str, tuple[str, type, float]] = {
     "BROWSER_CHECK_INTERVAL": ("browser_check_interval", float, 0.1),
     "BROWSER_HANG_TIMEOUT": ("browser_hang_timeout", float, 0.5),
     "BROWSER_START_TIMEOUT": ("browser_start_timeout", float, 1),
+    "RATE_LIMIT_MAX_PAUSE": ("rate_limit_max_pause", float, 0),
+    "RATE_LIMIT_BACKOFF": ("rate_limit_backoff", float, 0),
+    "HOST_RESERVATION_TTL": ("host_reservation_ttl", float, 1),
 }
 
 # Every key EngineConfig reads (from the environment or ArchiveBox.conf).
@@ -200,6 +206,13 @@ class EngineConfig:
     browser_check_interval: float = 5.0
     browser_hang_timeout: float = 10.0
     browser_start_timeout: float = 20.0
+    # Politeness (archivebox/hostrules.py, core/hostleases.py): the longest pause of a host
+    # that answered 429/503 (its Retry-After is capped by it), the first pause of one that sent
+    # no Retry-After (doubling with each "slow down" in a row), and how long a host slot
+    # reserved for a snapshot stays reserved if that snapshot never starts.
+    rate_limit_max_pause: float = 600.0
+    rate_limit_backoff: float = 10.0
+    host_reservation_ttl: float = 60.0
     # CHROME_BINARY (a name on PATH or a path; empty: the first of chromium,
     # chromium-browser, google-chrome found). The plugins' config.json declare the key too.
     chrome_binary: str = ""

@@ -20,7 +20,8 @@ from archivebox.binaries.requests import BinaryRequest
 from archivebox.cli.common import setup_django
 from archivebox.core.models import Machine
 from archivebox.hooks import runtime
-from archivebox.hooks.catalog import catalog, layers
+from archivebox.core.reads import plugin_catalog
+from archivebox.hooks.catalog import layers
 from archivebox.hooks.config import to_env
 from archivebox.webarchive import replayenv
 
@@ -47,18 +48,18 @@ def wanted(names: list[str]):
 
 def requests_to_install(machine: Machine, names: list[str]) -> tuple[list[BinaryRequest], list[str]]:
     """What to provision (without repeats), and the hooks whose declarations cannot be read."""
-    cat = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
+    plugins = plugin_catalog()
     config_layers = layers(file_values=settings.CONFIG_FILE_VALUES)
-    enabled = cat.enabled_plugins(config_layers)
+    enabled = plugins.enabled_plugins(config_layers)
     named = {name.lower() for name in names}
     match = wanted(names)
     found: dict[tuple[str, str], BinaryRequest] = {}
     problems = []
     for model in MODELS:
-        for hook in cat.all_hooks(model):
+        for hook in plugins.all_hooks(model):
             if hook.plugin not in enabled and hook.plugin.lower() not in named:
                 continue
-            env = to_env(cat.resolved(hook.plugin, [*config_layers, runtime.defaults(settings.DATA_DIR, machine.guid)]))
+            env = to_env(plugins.resolved(hook.plugin, [*config_layers, runtime.defaults(settings.DATA_DIR, machine.guid)]))
             try:
                 requests = hookrun.requests_for(hook, env, settings.ENGINE)
             except Unavailable as err:

@@ -21,8 +21,8 @@ from pathlib import Path
 from django.db.models import Q, QuerySet
 from django.db.models.functions import Coalesce
 
+from archivebox import fulltext
 from archivebox.core.models import Snapshot
-from archivebox.plugins.search import fts
 
 FILTER_TYPES = ("exact", "substring", "domain", "regex", "tag", "id")
 SORTABLE = ("created_at", "bookmarked_at", "added", "url", "title", "status", "finished_at")
@@ -142,11 +142,11 @@ def _id_match(value: str) -> Q:
 
 def full_text_ids(text: str, search_db: Path) -> list[str]:
     """Ids of the snapshots whose indexed text has every word of ``text``."""
-    query = fts.literal_query(text)
+    query = fulltext.literal_query(text)
     if not query:
         return []
     try:
-        return [uuid.UUID(row["snapshot_id"]) for row in fts.search(str(search_db), query, limit=FULL_TEXT_LIMIT)]
+        return [uuid.UUID(row["snapshot_id"]) for row in fulltext.search(str(search_db), query, limit=FULL_TEXT_LIMIT)]
     except (ValueError, sqlite3.Error) as err:
         raise FilterError(f"full-text search failed: {err}") from None
 

@@ -165,7 +165,7 @@ def run_script(path: str, code: types.CodeType | None) -> None:
     exec(code, main.__dict__)  # noqa: S102 - the hook script itself, as the interpreter would run it
 
 
-class Words:
+class CallerReader:
     """What a held child reads from its caller: the run's details (a JSON line), then the
     start byte. ``early``: bytes the server read past the request line. The socket is
     non-blocking (a flag shared with the server's copy), so it is read when select says so."""
@@ -215,10 +215,10 @@ def run_child(request: dict, script: types.CodeType | None = None, hold: int | N
             signal.signal(sig, signal.SIG_DFL)
         if as_script:
             like_an_interpreter()
-        words = None
+        caller = None
         if hold is not None:
-            words = Words(hold, early)
-            details = words.line()
+            caller = CallerReader(hold, early)
+            details = caller.line()
             if details is None:
                 code = 0
                 return  # called off before the details came: the script never starts
@@ -246,9 +246,9 @@ def run_child(request: dict, script: types.CodeType | None = None, hold: int | N
         os.environ.update(request["env"])
         argv = request["argv"]
         sys.argv = list(argv)
-        if words is not None:
+        if caller is not None:
             os.makedirs(request["cwd"], exist_ok=True)  # while the caller writes its row (it makes it too)
-            if words.byte() != GO:
+            if caller.byte() != GO:
                 code = 0
                 return  # the caller gave up on this run: the script never starts
             os.close(hold)

@@ -50,15 +50,16 @@ from archivebox.binaries import hookrun
 from archivebox.binaries.provision import Unavailable
 from archivebox.broker import shutting_down
 from archivebox.config import ConfigError
-from archivebox.core import diskspace, rowsql
+from archivebox.core import diskspace, hostleases, rowsql
 from archivebox.core.models import ArchiveResult, Crawl, Machine, Process, Snapshot, Tag
 from archivebox.core.reads import find_hook, hook_of, owner_layers
 from archivebox.core.urlcheck import is_valid_url
+from archivebox.hostrules import host_of
 from archivebox.hooks.catalog import catalog
 from archivebox.hooks.config import to_env, url_filter
 from archivebox.hooks import runtime
 from archivebox.hooks.discovery import HookScript, is_background, is_daemon
-from archivebox.hooks.outcome import AttemptOutcome, Ending, Stop, Stopped, decide, unlaunched
+from archivebox.hooks.outcome import AttemptOutcome, Ending, Outcome, Stop, Stopped, decide, unlaunched
 from archivebox.hooks.output import HookReport, Outlink, read_report
 from archivebox.webarchive import filing
 from archivebox.process import forkclient, runner, sweep
@@ -250,17 +251,33 @@ def record_outcome(job: Attempt, row: Process, ending: Ending, ended_at=None) ->
         if ending.disk_full:
             diskspace.report(row.label, job.pwd)
 
+    ending = dataclasses.replace(ending, now=timezone.now())
+
     def record() -> None:
         report = _read(row, job)
         apply_report(report, job.snapshot)
         filed = file_recordings(job.snapshot, job.pwd) if job.snapshot is not None else {}
         outcome = decide(ending, report.result)
+        if outcome.kind is Outcome.RATE_LIMITED:
+            rest_host(job, row, outcome)
         closed.append(runner.finish(row, ending.exit_code, ending.worker_gone or (ending.stop.text if ending.stop else ""),
                                     {**report.to_json(), **filed, "outcome": outcome.to_json()}, ended_at=ended_at))
         wake_rows(ArchiveResult, [job.result_id])
 
     runner.persistently(record, row.label)
     return closed[-1]
+
+
+def rest_host(job: Attempt, row: Process, outcome: AttemptOutcome) -> None:
+    """The site told this hook to slow down: its host rests (every pool's hooks and starts
+    of that host wait for it), before the outcome is recorded, so no hook of the host starts
+    in between. Counted once per attempt, however often its outcome is recorded."""
+    host = job.snapshot.host if job.snapshot is not None else host_of(next(iter(job.crawl.seed_urls), ""))
+    if not host:
+        return
+    config = settings.ENGINE
+    hostleases.pause(host, outcome.retry_after, f"{row.label}: {outcome.reason}"[:300], str(row.pk), timezone.now(),
+                     config.rate_limit_backoff, config.rate_limit_max_pause)
 
 
 def file_recordings(snapshot: Snapshot, folder: Path) -> dict:

@@ -24,11 +24,13 @@ from django.utils.html import format_html
 from huey_monitor.admin import SignalInfoModelAdmin, TaskModelAdmin
 from huey_monitor.models import SignalInfoModel, TaskModel
 
-from archivebox.core.models import ArchiveResult, Crawl, Lease, Machine, Process, Snapshot, Tag, Schedule
+from archivebox.core import hostleases
+from archivebox.core.models import ArchiveResult, Crawl, Host, Lease, Machine, Process, Snapshot, Tag, Schedule
 from archivebox.core.urlcheck import InvalidURL, check_url
 from archivebox.tasks import registry
 from archivebox.tasks.dispatch import kick
 from archivebox.tasks import actions
+from archivebox.tasks.adding import AddError, schedule_config
 from archivebox.web.files import tail
 
 logger = logging.getLogger(__name__)
@@ -97,7 +99,7 @@ class StatefulAdmin(admin.ModelAdmin):
     @admin.display(description="status", ordering="status")
     def status_display(self, obj):
         step = getattr(obj, "current_step", None)
-        if obj.status == obj.graph.started and step is not None:
+        if step is not None and obj.status == obj.graph.started:
             return format_html("{} <span class='abx-muted'>step {}</span>", status_badge(obj.status), step)
         return status_badge(obj.status)
 
@@ -454,7 +456,49 @@ class ScheduleAdmin(admin.ModelAdmin):
     search_fields = ("urls",)
     readonly_fields = ("cron", "last_run_at", "last_crawl", "runs", "created_at")
 
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        """Its crawl config is checked as the REST API checks a remote caller's (``add -c``'s
+        checks, and only the keys that cannot change what runs)."""
+        form = super().get_form(request, obj, change=change, **kwargs)
+
+        class CheckedForm(form):
+            def clean(self):
+                cleaned = super().clean()
+                try:
+                    cleaned["config"] = schedule_config(cleaned.get("config") or {}, cleaned.get("depth") or 0, remote=True)
+                except AddError as err:
+                    self.add_error("config", str(err))
+                return cleaned
+
+        return CheckedForm
+
     @admin.display(description="URL")
     def first_url(self, obj: Schedule) -> str:
         lines = obj.urls.splitlines()
         return lines[0] + (f" (+{len(lines) - 1})" if len(lines) > 1 else "") if lines else ""
+
+
+@admin.register(Host)
+class HostAdmin(admin.ModelAdmin):
+    """The sites the engine has met: which are busy, resting after a 429/503 (paused for the
+    Retry-After the site sent, or backing off without one), and why, until when."""
+
+    list_display = ("name", "in_flight", "state", "paused_until", "strikes", "next_start_at", "last_started_at")
+    search_fields = ("name",)
+    readonly_fields = ("name", "in_flight", "state", "next_start_at", "last_started_at", "strike_key")
+    fields = ("name", "in_flight", "state", "paused_until", "pause_reason", "strikes", "next_start_at", "last_started_at", "strike_key")
+
+    def has_add_permission(self, request):
+        return False  # a host is met by archiving one of its pages
+
+    @admin.display(description="snapshots in flight")
+    def in_flight(self, obj: Host) -> int:
+        return len(hostleases.held(timezone.now(), [obj.name]).get(obj.name, []))
+
+    @admin.display(description="state")
+    def state(self, obj: Host) -> str:
+        now = timezone.now()
+        if obj.paused_until and obj.paused_until > now:
+            kind = "backing off" if "no Retry-After" in obj.pause_reason else "paused"
+            return f"{kind} for {(obj.paused_until - now).total_seconds():.0f} s: {obj.pause_reason}"
+        return "busy" if self.in_flight(obj) else "idle"

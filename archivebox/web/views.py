@@ -28,6 +28,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET
 
+from archivebox.core import hostleases
 from archivebox.core.graphs import ArchiveResultGraph
 from archivebox.core.models import ArchiveResult, Snapshot
 from archivebox.web import access, captures, files, links, rebase
@@ -126,6 +127,7 @@ def snapshot_detail(request, snapshot_id: uuid.UUID):
         "archive": archive if archive["files"] else None,
         "replay": {"src": links.replay_src(snapshot.pk, target), "target": target, **archive} if target else None,
         "snapshot": snapshot,
+        "waiting": hostleases.why_waiting(snapshot, timezone.now()),
         "staff": access.is_staff(request.user),
         "token": links.token_for(snapshot.pk),
         "results": results,
