@@ -102,9 +102,9 @@ def main():
     except browser.VisitFailed as err:
         record_and_finish({"url": url, "error": err.reason}, "failed", err.reason, exit_transient=not err.permanent)
     status = info["status"]
-    if status is not None and kit.is_rate_limited(status):
-        kit.write_json("navigation.json", info)
-        kit.rate_limited(status, (info.get("headers") or {}).get("retry-after"), f"{status} {info['status_text']}".strip())
+    if status is not None and pluginkit.is_rate_limited(status):
+        pluginkit.write_json("navigation.json", info)
+        pluginkit.rate_limited(status, (info.get("headers") or {}).get("retry-after"), f"{status} {info['status_text']}".strip())
     if status is not None and status >= 400:
         text = f"{status} {info['status_text']}".strip()
         record_and_finish(info, "failed", text, exit_transient=pluginkit.is_transient_status(status))
