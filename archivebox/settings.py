@@ -11,7 +11,9 @@ import importlib.util
 import os
 import secrets
 from pathlib import Path
-from urllib.parse import parse_qsl, quote, unquote, urlsplit
+from urllib.parse import quote, urlsplit
+
+import dj_database_url
 
 from archivebox import tuning
 from archivebox.config import ConfigError, EngineConfig, parse_bool, parse_number, read_config_file, resolve_data_dir
@@ -72,34 +74,32 @@ def sqlite_database(path: Path, read_only: bool = False) -> dict:
 
 
 def database_from_url(url: str, data_dir: Path) -> dict:
-    """Translate ``DATABASE_URL`` into a Django ``DATABASES`` entry."""
+    """Translate ``DATABASE_URL`` (parsed by dj-database-url) into a Django ``DATABASES`` entry.
+
+    ``sqlite:///relative.db`` is relative to DATA_DIR, ``sqlite:////abs/path.db`` absolute;
+    ``postgres://`` and ``postgresql://`` need the psycopg driver. Other schemes are refused:
+    the engine's claim and lease statements are written for SQLite and Postgres."""
     if not url:
         return sqlite_database(data_dir / "index.sqlite3", READ_ONLY)
-    parts = urlsplit(url)
-    if parts.scheme == "sqlite":
-        if parts.netloc:
+    scheme = urlsplit(url).scheme
+    if scheme not in ("sqlite", "postgres", "postgresql"):
+        raise ConfigError(f"DATABASE_URL: unsupported scheme {scheme!r} (use sqlite:// or postgres://)")
+    try:
+        parsed = dj_database_url.parse(url, conn_max_age=None, conn_health_checks=True)
+    except ValueError as err:
+        raise ConfigError(f"DATABASE_URL: {err}") from None
+    if scheme == "sqlite":
+        if parsed.get("HOST") or parsed.get("PORT"):
             raise ConfigError(f"DATABASE_URL: sqlite URLs take no host, got {url!r}")
-        # sqlite:///relative.db -> relative to DATA_DIR; sqlite:////abs/path.db -> absolute
-        name = Path(unquote(parts.path)[1:])
-        target = name if name.is_absolute() else data_dir / name
-        return sqlite_database(target, READ_ONLY)
-    if parts.scheme in ("postgres", "postgresql"):
-        require_psycopg()
-        # A server that cannot be reached fails a connection attempt after this many seconds
-        # (libpq's default is to wait forever); ``?connect_timeout=`` in the URL overrides it.
-        options = {"connect_timeout": "10", **dict(parse_qsl(parts.query))}
-        return {
-            "ENGINE": "django.db.backends.postgresql",
-            "NAME": unquote(parts.path.lstrip("/")) or "archivebox",
-            "USER": unquote(parts.username or ""),
-            "PASSWORD": unquote(parts.password or ""),
-            "HOST": parts.hostname or "",
-            "PORT": str(parts.port or ""),
-            "CONN_MAX_AGE": None,
-            "CONN_HEALTH_CHECKS": True,
-            "OPTIONS": options,
-        }
-    raise ConfigError(f"DATABASE_URL: unsupported scheme {parts.scheme!r} (use sqlite:// or postgres://)")
+        name = Path(parsed["NAME"])
+        if str(name) in (".", ":memory:"):
+            raise ConfigError(f"DATABASE_URL: an sqlite URL names a file (sqlite:///index.sqlite3), got {url!r}")
+        return sqlite_database(name if name.is_absolute() else data_dir / name, READ_ONLY)
+    require_psycopg()
+    # A server that cannot be reached fails a connection attempt after this many seconds
+    # (libpq's default is to wait forever); ``?connect_timeout=`` in the URL overrides it.
+    parsed["OPTIONS"] = {"connect_timeout": 10, **parsed.get("OPTIONS", {})}
+    return {**parsed, "NAME": parsed["NAME"] or "archivebox", "PORT": str(parsed["PORT"] or "")}
 
 
 def _secret_key(data_dir: Path) -> str:
@@ -185,6 +185,7 @@ INSTALLED_APPS = [
     "archivebox.core",
     "archivebox.personas",
     "archivebox.binaries",
+    "archivebox.webarchive",
     "archivebox.web",
     "archivebox.api",
     "archivebox.apps.EngineConfig",

@@ -156,7 +156,7 @@ class Database:
 
     def text_index_off(self) -> list[str]:
         """SQLite: drop the triggers that keep the URL/title text index, to fill it in one pass
-        after the load (as migration 0012 does); returns the statements that make them again."""
+        after the load (as migration 0014 does); returns the statements that make them again."""
         if self.postgres:
             return []
         rows = self.conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'core_snapshot'").fetchall()
@@ -167,7 +167,7 @@ class Database:
     def text_index_on(self, triggers: list[str]) -> None:
         if not triggers:
             return
-        migration = importlib.import_module("archivebox.core.migrations.0012_web_list_indexes_and_text_index")
+        migration = importlib.import_module("archivebox.core.migrations.0014_web_list_indexes_and_text_index")
         self.conn.execute("DELETE FROM core_snapshot_text")
         self.conn.execute("DELETE FROM core_snapshot_textrow")
         for statement in migration.SQLITE[-2:]:  # the backfill

@@ -25,6 +25,7 @@ from ninja.pagination import PaginationBase, paginate
 from ninja.security import APIKeyHeader, APIKeyQuery, HttpBearer
 from ninja.security.session import SessionAuthIsStaff
 
+from archivebox import fulltext
 from archivebox.core.graphs import SnapshotGraph, CrawlGraph
 from archivebox.api.models import token_for, user_of
 from archivebox.core.models import ArchiveResult, Crawl, Schedule, Snapshot, Tag
@@ -35,9 +36,9 @@ from archivebox.core.urlcheck import InvalidURL, check_url, mask_urls, masked_js
 from archivebox.core.urlinput import Seed
 from archivebox.personas import store as persona_store
 from archivebox.personas.models import Persona
-from archivebox.plugins.search import fts
 from archivebox.tasks import schedules
-from archivebox.tasks.adding import AddError, AddOptions, add, read_seeds
+from archivebox.webarchive.export import ExportFailed, NothingToExport, wacz_download_response
+from archivebox.tasks.adding import AddError, AddOptions, add, read_seeds, schedule_config
 from archivebox.tasks.actions import (archive_indexed, cancel_crawl, cancel_snapshot, remove_snapshots, retry_failed,
                                        running)
 
@@ -188,12 +189,13 @@ class ScheduleCommandSchema(Schema):
     tag: str = ""
     depth: int = 0
     only_new: bool = False
+    config: dict = {}
 
 
 def schedule_json(schedule: Schedule) -> dict:
     return {"id": str(schedule.pk), "every": schedule.every, "cron": schedule.cron, "urls": mask_urls(schedule.urls).splitlines(),
             "depth": schedule.depth, "tag": schedule.tags_str, "only_new": schedule.only_new, "enabled": schedule.enabled,
-            "next_run_at": schedule.next_run_at.isoformat(), "runs": schedule.runs}
+            "next_run_at": schedule.next_run_at.isoformat(), "runs": schedule.runs, "config": schedule.config}
 
 
 @cli_router.post("/schedule", response=CLICommandResponseSchema, summary="archivebox schedule [args] [url_or_file]")
@@ -208,9 +210,10 @@ def cli_schedule(request: HttpRequest, args: ScheduleCommandSchema):
             return failed_response(ValueError(f"depth must be between 0 and 9, got {args.depth}"))
         try:
             urls = [check_url(u.strip()) for u in (args.import_path or "").split() if u.strip()]
+            config = schedule_config(args.config, args.depth, remote=True)
             schedule = Schedule.objects.create(every=args.every or "", urls="\n".join(urls), depth=args.depth,
-                                               tags_str=args.tag, only_new=args.only_new)
-        except (InvalidURL, BadSchedule) as err:
+                                               tags_str=args.tag, only_new=args.only_new, config=config)
+        except (InvalidURL, BadSchedule, AddError) as err:
             return {"success": False, "errors": [str(err)], "result": None, "stdout": "", "stderr": str(err)}
         if not urls:
             schedule.delete()
@@ -306,7 +309,7 @@ def cli_search(request: HttpRequest, args: SearchCommandSchema):
         return {"success": False, "errors": ["give words to search for (query or filter_patterns)"], "result": None,
                 "stdout": "", "stderr": ""}
     try:
-        found = fts.search(str(settings.DATA_DIR / "search.sqlite3"), words if args.raw else fts.literal_query(words),
+        found = fulltext.search(str(fulltext.database(settings.DATA_DIR)), words if args.raw else fulltext.literal_query(words),
                            limit=max(1, min(args.limit, 500)))
     except ValueError as err:
         return {"success": False, "errors": [str(err)], "result": None, "stdout": "", "stderr": str(err)}
@@ -489,6 +492,19 @@ def get_snapshot(request: HttpRequest, snapshot_id: uuid.UUID, with_archiveresul
     require(request, "core.view_snapshot")
     request.with_archiveresults = with_archiveresults
     return get_object_or_404(Snapshot.objects.prefetch_related("tags"), pk=snapshot_id)
+
+
+@core_router.get("/snapshot/{snapshot_id}/wacz",
+                 summary="The snapshot's web archive as a WACZ file (its WARC records, pages.jsonl, CDXJ index)")
+def get_snapshot_wacz(request: HttpRequest, snapshot_id: uuid.UUID):
+    require(request, "core.view_snapshot")
+    snapshot = get_object_or_404(Snapshot, pk=snapshot_id)
+    try:
+        return wacz_download_response(snapshot)
+    except NothingToExport as err:
+        raise HttpError(404, str(err)) from None
+    except ExportFailed as err:
+        raise HttpError(500, str(err)) from None
 
 
 class SnapshotUpdateSchema(Schema):

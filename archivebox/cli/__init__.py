@@ -23,7 +23,7 @@ from archivebox.config import ConfigError, resolve_data_dir
 
 logger = logging.getLogger(__name__)
 
-COMMANDS = ["init", "add", "status", "list", "update", "worker", "server", "purge", "manage", "search", "schedule", "persona", "remove", "extract", "config", "install", "binary"]
+COMMANDS = ["init", "add", "status", "list", "update", "worker", "server", "purge", "manage", "search", "schedule", "persona", "remove", "extract", "config", "install", "binary", "export"]
 # Commands that change the collection: refused at once on a read-only one.
 WRITING_COMMANDS = {"init", "add", "update", "worker", "server", "purge", "schedule", "remove", "extract", "install"}
 

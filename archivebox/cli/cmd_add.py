@@ -28,7 +28,7 @@ from archivebox.core.urlinput import PARSERS, InputError, parse
 from archivebox.personas import store as persona_store
 from archivebox.personas.models import Persona
 from archivebox.core import diskspace, rowsql
-from archivebox.tasks.adding import AddError, AddOptions, NothingNew, add, parse_seconds, parse_size, read_seeds
+from archivebox.tasks.adding import AddError, AddOptions, NothingNew, add, check_depth, parse_seconds, parse_size, read_seeds
 
 
 def register(parser) -> None:
@@ -111,8 +111,7 @@ def run(args) -> int:
     at_least(args.max_urls, 0, "--max-urls")
     try:
         options = options_of(args)
-        if not 0 <= options.depth <= 9:
-            raise AddError(f"--depth must be between 0 and 9, got {args.depth}")
+        check_depth(options.depth, "--depth")  # before the input is read
         setup_django()
         abx_plugins_ready()
         options.persona_config = persona_config(args.persona)

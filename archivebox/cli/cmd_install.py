@@ -20,8 +20,10 @@ from archivebox.binaries.requests import BinaryRequest
 from archivebox.cli.common import setup_django
 from archivebox.core.models import Machine
 from archivebox.hooks import runtime
-from archivebox.hooks.catalog import catalog, layers
+from archivebox.core.reads import plugin_catalog
+from archivebox.hooks.catalog import layers
 from archivebox.hooks.config import to_env
+from archivebox.webarchive import replayenv
 
 MODELS = ("CrawlSetup", "Crawl", "Snapshot")
 
@@ -46,18 +48,18 @@ def wanted(names: list[str]):
 
 def requests_to_install(machine: Machine, names: list[str]) -> tuple[list[BinaryRequest], list[str]]:
     """What to provision (without repeats), and the hooks whose declarations cannot be read."""
-    cat = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
+    plugins = plugin_catalog()
     config_layers = layers(file_values=settings.CONFIG_FILE_VALUES)
-    enabled = cat.enabled_plugins(config_layers)
+    enabled = plugins.enabled_plugins(config_layers)
     named = {name.lower() for name in names}
     match = wanted(names)
     found: dict[tuple[str, str], BinaryRequest] = {}
     problems = []
     for model in MODELS:
-        for hook in cat.all_hooks(model):
+        for hook in plugins.all_hooks(model):
             if hook.plugin not in enabled and hook.plugin.lower() not in named:
                 continue
-            env = to_env(cat.resolved(hook.plugin, [*config_layers, runtime.defaults(settings.DATA_DIR, machine.guid)]))
+            env = to_env(plugins.resolved(hook.plugin, [*config_layers, runtime.defaults(settings.DATA_DIR, machine.guid)]))
             try:
                 requests = hookrun.requests_for(hook, env, settings.ENGINE)
             except Unavailable as err:
@@ -91,6 +93,12 @@ def run(args) -> int:
             except Unavailable as err:
                 failures.append(str(err))
                 rows.extend(Binary.objects.filter(machine=machine, name=request.name, request_key=request.key))
+    if not args.names or {"pywb", "replay"} & {name.lower() for name in args.names}:
+        try:  # the replay environment (pywb), which the web archive's replay runs in
+            replayenv.ensure(machine, settings.ENGINE, force=args.force)
+        except Unavailable as err:
+            failures.append(str(err))
+        rows.extend(Binary.objects.filter(machine=machine, name=replayenv.NAME).order_by("-modified_at")[:1])
     from_path = system_binaries(args.names)
     failures += [f"{b.name}: {b.problem}" for b in from_path if b.problem]
     if args.json:
@@ -117,7 +125,7 @@ def run(args) -> int:
 
 def system_binaries(names: list[str]) -> list[system.SystemBinary]:
     """The programs the enabled (or named) built-in plugins run from PATH."""
-    cat = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
+    cat = plugin_catalog()
     config_layers = layers(file_values=settings.CONFIG_FILE_VALUES)
     named = {name.lower() for name in names}
     found = system.used(cat, config_layers, cat.enabled_plugins(config_layers) | {p for p in cat.plugins if p.lower() in named})

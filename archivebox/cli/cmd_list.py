@@ -17,10 +17,14 @@ import json
 import sys
 
 from django.conf import settings
+from django.utils import timezone
 
+from archivebox import fulltext
 from archivebox.cli import CommandError
 from archivebox.cli.common import at_least, parse_uuid, setup_django
+from archivebox.core import hostleases
 from archivebox.core.filters import FILTER_TYPES, FilterError, SnapshotFilter, ordered, parse_when, select
+from archivebox.core.graphs import SnapshotGraph
 from archivebox.core.models import Snapshot
 from archivebox.core.urlcheck import mask_urls
 
@@ -71,15 +75,21 @@ def filter_of(args) -> SnapshotFilter:
 
 def selected(spec: SnapshotFilter, sort: str = "", limit: int = 0):
     try:
-        return ordered(select(spec, settings.DATA_DIR / "search.sqlite3"), sort, limit).prefetch_related("results", "tags")
+        return ordered(select(spec, fulltext.database(settings.DATA_DIR)), sort, limit).prefetch_related("results", "tags")
     except FilterError as err:
         raise CommandError(str(err), code=2) from None
 
 
+def waiting(snapshot: Snapshot) -> str:
+    """Why a queued snapshot has not started yet, when its host holds it back ("" otherwise)."""
+    return hostleases.why_waiting(snapshot, timezone.now()) if snapshot.status == SnapshotGraph.queued else ""
+
+
 def snapshot_json(snapshot: Snapshot) -> dict:
-    return {
+    found = {
         "id": str(snapshot.id),
         "url": mask_urls(snapshot.url),
+        "host": snapshot.host,
         "status": snapshot.status,
         "depth": snapshot.depth,
         "title": snapshot.title,
@@ -95,6 +105,9 @@ def snapshot_json(snapshot: Snapshot) -> dict:
             for r in snapshot.results.all()
         ],
     }
+    if snapshot.status == SnapshotGraph.queued:
+        found["waiting"] = waiting(snapshot)
+    return found
 
 
 def column(snapshot: Snapshot, name: str) -> str:
@@ -141,7 +154,9 @@ def run(args) -> int:
         sys.stdout.write(html_index(snapshots))
     else:
         for snapshot in snapshots:
-            print(f"{snapshot.status:8} {snapshot.created_at:%Y-%m-%d %H:%M}  {mask_urls(snapshot.url)}  {snapshot.title[:60]}")
+            why = waiting(snapshot)
+            print(f"{snapshot.status:8} {snapshot.created_at:%Y-%m-%d %H:%M}  {mask_urls(snapshot.url)}  {snapshot.title[:60]}"
+                  + (f"  [{why}]" if why else ""))
     return 0
 
 

@@ -1,6 +1,6 @@
 """Archive URLs again and again: every day, week, month, or on a cron expression.
 
-`archivebox schedule --add --every=daily [--depth N] [--tag T] [--only-new] URL_OR_FILE`
+`archivebox schedule --add --every=daily [--depth N] [--tag T] [--only-new] [-c KEY=VALUE] URL_OR_FILE`
 saves a schedule; the orchestrator of any running worker pool (`archivebox worker`,
 `archivebox server`, the stock consumers) starts one crawl per due period, exactly once
 however many are running, and one catch-up crawl after a downtime. Each run archives the
@@ -15,12 +15,14 @@ from pathlib import Path
 from django.utils import timezone
 
 from archivebox.cli import CommandError
+from archivebox.cli.cmd_add import parse_config
 from archivebox.cli.common import read_lines, setup_django
 from archivebox.core.models import Schedule
 from archivebox.core.models.schedule import BadSchedule, cron_of, period_text
 from archivebox.core.urlcheck import InvalidURL, check_url
 from archivebox.core.urlinput import InputError, candidates
 from archivebox.tasks import schedules
+from archivebox.tasks.adding import AddError, check_depth, schedule_config
 
 
 def register(parser) -> None:
@@ -30,6 +32,8 @@ def register(parser) -> None:
     parser.add_argument("--depth", "-d", type=int, default=0, help="follow links this many hops (default 0)")
     parser.add_argument("--tag", "-t", default="", help="tags for the snapshots (comma-separated)")
     parser.add_argument("--only-new", action="store_true", help="each run adds only URLs not archived yet")
+    parser.add_argument("--config", "-c", action="append", default=[], metavar="KEY=VALUE",
+                        help="config of each run's crawl, as `add -c` (e.g. PER_HOST_DELAY=2)")
     parser.add_argument("--show", action="store_true", help="list the schedules")
     parser.add_argument("--clear", action="store_true", help="delete every schedule")
     parser.add_argument("--run-all", action="store_true", help="run every schedule now, once (their next runs stay)")
@@ -63,8 +67,11 @@ def run(args) -> int:
             cron_of(args.every)
         except BadSchedule as err:
             raise CommandError(str(err), code=2) from None
-        if not 0 <= args.depth <= 9:
-            raise CommandError(f"--depth must be between 0 and 9, got {args.depth}", code=2)
+        try:
+            check_depth(args.depth, "--depth")
+            config = schedule_config(parse_config(args.config), args.depth)
+        except AddError as err:
+            raise CommandError(str(err), code=2) from None
     setup_django()
     if args.clear:
         count, _ = Schedule.objects.all().delete()
@@ -72,7 +79,7 @@ def run(args) -> int:
     if args.add:
         urls = urls_of(args.import_path)
         schedule = Schedule.objects.create(every=args.every, urls="\n".join(urls), depth=args.depth,
-                                           tags_str=args.tag, only_new=args.only_new)
+                                           tags_str=args.tag, only_new=args.only_new, config=config)
         print(f"Scheduled {len(urls)} URL(s) {period_text(schedule.every)} ({schedule.cron}, UTC); next run {schedule.next_run_at:%Y-%m-%d %H:%M} UTC "
               f"[{schedule.pk}]")
     if args.run_all:
@@ -89,5 +96,6 @@ def run(args) -> int:
             first = s.urls.splitlines()[0] if s.urls else ""
             more = f" (+{len(s.urls.splitlines()) - 1} more)" if len(s.urls.splitlines()) > 1 else ""
             print(f"{s.pk}  {period_text(s.every):<10} next {s.next_run_at:%Y-%m-%d %H:%M} UTC  runs {s.runs}  "
-                  f"depth {s.depth}{'  only-new' if s.only_new else ''}{'  disabled' if not s.enabled else ''}  {first}{more}")
+                  f"depth {s.depth}{'  only-new' if s.only_new else ''}{'  disabled' if not s.enabled else ''}"
+                  f"{''.join(f'  {k}={v}' for k, v in (s.config or {}).items())}  {first}{more}")
     return 0

@@ -10,10 +10,10 @@ import json
 
 from django.conf import settings
 
+from archivebox import fulltext
 from archivebox.cli import CommandError
 from archivebox.cli.common import setup_django
 from archivebox.core.urlcheck import mask_urls
-from archivebox.plugins.search import fts
 
 
 def register(parser) -> None:
@@ -28,9 +28,9 @@ def run(args) -> int:
         raise CommandError(f"--limit must be at least 1, got {args.limit}", code=2)
     setup_django()
     text = " ".join(args.query)
-    query = text if args.raw else fts.literal_query(text)
+    query = text if args.raw else fulltext.literal_query(text)
     try:
-        found = fts.search(str(settings.DATA_DIR / "search.sqlite3"), query, limit=args.limit)
+        found = fulltext.search(str(fulltext.database(settings.DATA_DIR)), query, limit=args.limit)
     except ValueError as err:
         raise CommandError(str(err), code=2) from None
     for row in found:

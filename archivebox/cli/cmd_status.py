@@ -1,4 +1,5 @@
-"""Show the state of the collection: counts per state, the oldest due row, live workers.
+"""Show the state of the collection: counts per state, the oldest due row, live workers,
+the hosts that are busy, resting after a 429/503 or booked ahead (and why, until when).
 
 Liveness comes from the database (orchestrator lease, worker heartbeats), so this works
 for workers on any machine. Exit code 0 either way; `--json` for scripts.
@@ -17,6 +18,7 @@ from archivebox.binaries import listing, system
 from archivebox.broker import repair
 from archivebox.cli.common import setup_django
 from archivebox.cli.permissions import exposed
+from archivebox.core import hostleases, robots
 from archivebox.core.models import ArchiveResult, Crawl, Lease, Machine, Process, Snapshot
 from archivebox.hooks.catalog import catalog, layers
 from archivebox.web.health import POOLS, liveness
@@ -54,6 +56,11 @@ def gather(exact: bool = False) -> dict:
     report["workers"] = [{**w, "pool": pool, "alive": True} for pool, ws in report["pools"].items() for w in ws] + \
                         [{**w, "alive": False} for w in report["stale_workers"]]
     report["busy_slots"] = Lease.objects.filter(key__startswith="slot:", expires_at__gte=now).count()
+    report["hosts"] = [{"host": h.name, "in_flight": h.in_flight, "strikes": h.strikes, "state": h.describe(now),
+                        "paused_until": h.paused_until.isoformat() if h.paused_until and h.paused_until > now else None,
+                        "reason": h.reason if h.paused_until and h.paused_until > now else ""}
+                       for h in hostleases.report(now)]
+    report["robots_skipped"] = robots.skipped()
     report["readable_by_others"] = exposed(settings.DATA_DIR)
     report["queue_files"] = queue_files(settings.QUEUE_DIR)
     report["binaries"] = listing.summary(Machine.current(settings.ENGINE.machine_id))
@@ -98,6 +105,10 @@ def format_report(report: dict) -> str:
     if report["stale_workers"]:
         lines.append(_row("Stale workers", f"{len(report['stale_workers'])} (heartbeat expired; the loop closes their rows)"))
     lines.append(_row("Busy slots", str(report["busy_slots"])))
+    lines.append(_row("Hosts", f"{len(report['hosts'])} busy, resting or waited for" if report["hosts"] else "none busy"))
+    if report["robots_skipped"]:
+        lines.append(_row("  robots.txt", f"{report['robots_skipped']} outlink(s) skipped (ROBOTS_TXT): `archivebox list --status failed`"))
+    lines += [f"  - {h['host']}: {h['state']}" for h in report["hosts"]]
     binaries = report["binaries"]
     provisioned = ", ".join(f"{count} {status}" for status, count in sorted(binaries["counts"].items()))
     lines.append(_row("Binaries", f"{provisioned} provisioned on this machine (`archivebox binary list`)" if provisioned

@@ -7,7 +7,7 @@ every word given (the full-text index the ``search`` plugin keeps).
 
 How each part is found, so that no search scans a million rows to find three:
 
-- URL and title: the backend's text index (migration 0012): an FTS5 trigram table on
+- URL and title: the backend's text index (migration 0014): an FTS5 trigram table on
   SQLite, GIN trigram indexes on Postgres. On SQLite the index first says how many
   snapshots match: up to ``FEW`` they are taken by id (and sorted); more than that, the
   list is read newest first and filtered as it goes, which finds a page of a common word
@@ -33,7 +33,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils.safestring import SafeString, mark_safe
 
 from archivebox.core.models import Snapshot, Tag
-from archivebox.plugins.search import fts
+from archivebox import fulltext
 
 logger = logging.getLogger(__name__)
 
@@ -142,9 +142,9 @@ def _tags_part(tags: QuerySet) -> Part:
 
 
 def _content_part(text: str, search_db: Path) -> Part:
-    query = fts.literal_query(text)
+    query = fulltext.literal_query(text)
     try:
-        ids = fts.newest_matches(str(search_db), query, TEXT_LIMIT + 1) if query else []
+        ids = fulltext.newest_matches(str(search_db), query, TEXT_LIMIT + 1) if query else []
     except ValueError as err:
         raise SearchError(str(err)) from None
     truncated = len(ids) > TEXT_LIMIT
@@ -160,11 +160,11 @@ def _has_text_index() -> bool:
 def snippets(text: str, snapshot_ids, search_db: Path) -> dict[str, SafeString]:
     """``{snapshot id: snippet}``: the archived text around ``text``'s words, escaped, the
     words in ``<mark>``, for the snapshots (of one page) whose text has them."""
-    query = fts.literal_query(text)
+    query = fulltext.literal_query(text)
     if not query or not snapshot_ids:
         return {}
     try:
-        found = fts.snippets(str(search_db), query, [str(pk) for pk in snapshot_ids], highlight=(OPEN, CLOSE))
+        found = fulltext.snippets(str(search_db), query, [str(pk) for pk in snapshot_ids], highlight=(OPEN, CLOSE))
     except ValueError as err:
         logger.info("no snippets for %r: %s", text, err)
         return {}

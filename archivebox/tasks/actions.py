@@ -20,17 +20,17 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from archivebox import fulltext
 from archivebox.core.graphs import ArchiveResultGraph, SnapshotGraph, CrawlGraph
 from archivebox.core import rowsql
 from archivebox.core.models import ArchiveResult, Crawl, Snapshot, Tag
-from archivebox.core.reads import crawl_option, owner_layers, parked
-from archivebox.hooks.catalog import catalog
-from archivebox.plugins.search import fts
+from archivebox.core.reads import crawl_option, owner_layers, parked, plugin_catalog
 from archivebox.tasks import registry
 from archivebox.tasks.dispatch import kick, wake_rows
 from archivebox.transitions.archiveresult import transition_archiveresult_reopen, transition_archiveresult_rerun
 from archivebox.transitions.crawl import transition_crawl_give_up
 from archivebox.transitions.snapshot import transition_snapshot_give_up, transition_snapshot_reopen
+from archivebox.webarchive.release import release_snapshots
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ def rerun_plugins(snapshot_ids, plugins: list[str]) -> tuple[int, list]:
     ids of the snapshots re-opened."""
     now = timezone.now()
     wanted = {name.lower() for name in plugins}
-    hooks = [hook for hook in catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).all_hooks("Snapshot") if hook.plugin.lower() in wanted]
+    hooks = [hook for hook in plugin_catalog().all_hooks("Snapshot") if hook.plugin.lower() in wanted]
     queued, reopened = 0, []
     for snapshot in Snapshot.objects.filter(pk__in=list(snapshot_ids), status__in=sorted(Snapshot.graph.finals)).iterator(chunk_size=500):
         # One transaction: a tick sees the snapshot re-opened together with its re-queued
@@ -132,7 +132,7 @@ def archive_indexed(snapshots) -> tuple[int, list]:
     for snapshot in never_ran.iterator(chunk_size=500):
         by_crawl.setdefault(snapshot.crawl, []).append(snapshot.pk)
     queued, reopened = 0, []
-    plugins = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
+    plugins = plugin_catalog()
     for crawl, ids in by_crawl.items():
         if crawl_option(crawl, "INDEX_ONLY"):
             count, opened = rerun_plugins(ids, sorted(plugins.enabled_plugins(owner_layers(crawl))))
@@ -156,18 +156,20 @@ class Removed:
 
 def remove_snapshots(snapshot_ids, delete_files: bool = True) -> Removed:
     """Delete the snapshots' rows (with their results and Process rows), their search index
-    entries and, with ``delete_files``, their folders. Callers refuse (or cancel) running
+    entries, their WARC files' index rows (keeping the records other snapshots' revisits
+    refer to: :mod:`archivebox.webarchive.release`) and, with ``delete_files``, their folders. Callers refuse (or cancel) running
     snapshots first: a hook still writing would leave a folder behind."""
     ids = list(snapshot_ids)
     done = Removed()
     folders = [snapshot.output_dir for snapshot in Snapshot.objects.filter(pk__in=ids).only("id")]
-    search_db = settings.DATA_DIR / "search.sqlite3"
+    search_db = fulltext.database(settings.DATA_DIR)
     for start in range(0, len(ids), 500):
         batch = ids[start:start + 500]
+        release_snapshots(batch)  # records other snapshots' revisits refer to are kept first
         with transaction.atomic():
             done.snapshots += Snapshot.objects.filter(pk__in=batch).delete()[1].get(Snapshot._meta.label, 0)
         for snapshot_id in batch:
-            fts.remove_snapshot(str(search_db), snapshot_id)
+            fulltext.remove_snapshot(str(search_db), snapshot_id)
     archive = settings.ARCHIVE_DIR.resolve()
     for folder in folders:
         if not folder.exists():

@@ -51,7 +51,8 @@ def fire(schedule: Schedule, now: dt.datetime, force: bool = False) -> Crawl | N
             logger.info("schedule %s: nothing new to archive", schedule.pk)
             return None
         crawl = Crawl.objects.create(urls="\n".join(urls), max_depth=schedule.depth, tags_str=schedule.tags_str,
-                                     label=f"schedule {schedule.pk} ({period_text(schedule.every)})", retry_at=now)
+                                     config=dict(schedule.config or {}), label=f"schedule {schedule.pk} ({period_text(schedule.every)})",
+                                     retry_at=now)
         Schedule.objects.filter(pk=schedule.pk).update(last_crawl=crawl)
     logger.info("schedule %s fired: crawl %s of %d URL(s)", schedule.pk, crawl.pk, len(urls))
     return crawl

@@ -26,7 +26,8 @@ from archivebox.core.models import ArchiveResult, Crawl, Snapshot
 from archivebox.core.graphs import ArchiveResultGraph
 from archivebox.core.urlcheck import InvalidURL, check_url
 from archivebox.core.urlinput import InputError, candidates
-from archivebox.hooks.catalog import catalog, layers
+from archivebox.core.reads import plugin_catalog
+from archivebox.hooks.catalog import layers
 from archivebox.personas import store as persona_store
 from archivebox.personas.models import Persona
 from archivebox.tasks import registry
@@ -40,7 +41,7 @@ FINAL_RESULTS = ArchiveResultGraph.finals
 
 
 def plugin_choices() -> list[tuple[str, str]]:
-    return [(name, name) for name in sorted(catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).plugins)]
+    return [(name, name) for name in sorted(plugin_catalog().plugins)]
 
 
 class AddForm(forms.Form):
@@ -88,7 +89,7 @@ class AddForm(forms.Form):
         cleaned = super().clean()
         if "plugins" in cleaned:
             try:
-                catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).validate(
+                plugin_catalog().validate(
                     layers(crawl_config=self.crawl_config(), file_values=settings.CONFIG_FILE_VALUES))
             except ConfigError as err:
                 raise forms.ValidationError(f"invalid config: {err}") from None

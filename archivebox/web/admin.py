@@ -34,16 +34,17 @@ from django.utils.html import format_html
 from huey_monitor.admin import SignalInfoModelAdmin, TaskModelAdmin
 from huey_monitor.models import SignalInfoModel, TaskModel
 
-from archivebox.core import search
+from archivebox.core import hostleases, search
 from archivebox.core.counting import CountingPaginator
 from archivebox.core.filters import FilterError, id_match
-from archivebox.core.models import ArchiveResult, Crawl, Lease, Machine, Process, Snapshot, Tag, Schedule
+from archivebox.core.models import ArchiveResult, Crawl, Host, Lease, Machine, Process, Snapshot, Tag, Schedule
 from archivebox.core.urlcheck import InvalidURL, check_url, mask_urls, masked_json
 from archivebox.hooks.catalog import catalog
 from archivebox.tasks import registry
 from archivebox.tasks.dispatch import kick
 from archivebox.tasks import actions
 from archivebox.web import snapshot_actions
+from archivebox.tasks.adding import AddError, schedule_config
 from archivebox.web.files import tail
 
 logger = logging.getLogger(__name__)
@@ -709,6 +710,22 @@ class ScheduleAdmin(admin.ModelAdmin):
     search_fields = ("urls",)
     readonly_fields = ("cron", "last_run_at", "last_crawl", "runs", "created_at")
 
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        """Its crawl config is checked as the REST API checks a remote caller's (``add -c``'s
+        checks, and only the keys that cannot change what runs)."""
+        form = super().get_form(request, obj, change=change, **kwargs)
+
+        class CheckedForm(form):
+            def clean(self):
+                cleaned = super().clean()
+                try:
+                    cleaned["config"] = schedule_config(cleaned.get("config") or {}, cleaned.get("depth") or 0, remote=True)
+                except AddError as err:
+                    self.add_error("config", str(err))
+                return cleaned
+
+        return CheckedForm
+
     @admin.display(description="URL")
     def first_url(self, obj: Schedule) -> str:
         lines = mask_urls(obj.urls).splitlines()
@@ -723,3 +740,30 @@ class ScheduleAdmin(admin.ModelAdmin):
     @admin.display(description="last run", ordering="last_run_at")
     def last_run(self, obj: Schedule) -> str:
         return short_time(obj.last_run_at)
+
+
+
+@admin.register(Host)
+class HostAdmin(admin.ModelAdmin):
+    """The sites the engine has met: which are busy, resting after a 429/503 (paused for the
+    Retry-After the site sent, or backing off without one), and why, until when."""
+
+    list_display = ("name", "in_flight", "state", "paused_until", "strikes", "next_start_at", "last_started_at")
+    search_fields = ("name",)
+    readonly_fields = ("name", "in_flight", "state", "next_start_at", "last_started_at", "strike_key")
+    fields = ("name", "in_flight", "state", "paused_until", "pause_reason", "strikes", "next_start_at", "last_started_at", "strike_key")
+
+    def has_add_permission(self, request):
+        return False  # a host is met by archiving one of its pages
+
+    @admin.display(description="snapshots in flight")
+    def in_flight(self, obj: Host) -> int:
+        return len(hostleases.held(timezone.now(), [obj.name]).get(obj.name, []))
+
+    @admin.display(description="state")
+    def state(self, obj: Host) -> str:
+        now = timezone.now()
+        if obj.paused_until and obj.paused_until > now:
+            kind = "backing off" if "no Retry-After" in obj.pause_reason else "paused"
+            return f"{kind} for {(obj.paused_until - now).total_seconds():.0f} s: {obj.pause_reason}"
+        return "busy" if self.in_flight(obj) else "idle"

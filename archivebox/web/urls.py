@@ -5,7 +5,7 @@ from django.urls import path, re_path, register_converter
 from django.views.generic.base import RedirectView
 from django.templatetags.static import static
 
-from archivebox.web import add, feeds, snapshot_actions, timeline, views
+from archivebox.web import add, feeds, replay, snapshot_actions, timeline, views
 
 
 class ArchiveTokenConverter:
@@ -38,6 +38,12 @@ urlpatterns = [
     path("snapshot/<uuid:snapshot_id>/resnapshot/", snapshot_actions.resnapshot, name="snapshot-resnapshot"),
     path("snapshot/<uuid:snapshot_id>/cancel/", snapshot_actions.cancel, name="snapshot-cancel"),
     path("snapshot/<uuid:snapshot_id>/tags/", snapshot_actions.tags, name="snapshot-tags"),
+    path("snapshot/<uuid:snapshot_id>/replay/", replay.replay_page, name="replay"),
+    path("snapshot/<uuid:snapshot_id>/replay/<archivetoken:token>/<path:path>", replay.replay_signed, name="replay-signed"),
+    path("snapshot/<uuid:snapshot_id>/wacz", replay.wacz_download, name="snapshot-wacz"),
+    path("timemap/link/<path:url>", replay.timemap, name="timemap"),
+    path("timegate/<path:url>", replay.timegate, name="timegate"),
+    path("web/<str:timestamp>/<path:url>", replay.memento, name="memento"),
     path("timeline/", timeline.url_timeline, name="timeline"),
     path("archive/<uuid:snapshot_id>/", views.archived_file, name="archive-root"),
     path("archive/<uuid:snapshot_id>/<archivetoken:token>/<path:path>", views.archived_file_signed, name="archive-signed"),

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.db import DatabaseError
-from django.http import FileResponse, Http404, JsonResponse
+from django.http import FileResponse, Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -27,11 +27,13 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET
 
-from archivebox.core import counting, search
+from archivebox.core import counting, hostleases, search
 from archivebox.core.graphs import ArchiveResultGraph
 from archivebox.core.models import ArchiveResult, Snapshot
-from archivebox.web import access, captures, files, links
+from archivebox.web import access, captures, files, links, rebase
 from archivebox.web.health import liveness
+from archivebox.webarchive import lookup
+from archivebox.webarchive.replay import REPLAY
 
 logger = logging.getLogger(__name__)
 
@@ -189,8 +191,14 @@ def snapshot_detail(request, snapshot_id: uuid.UUID):
     main = captures.main_capture(found)
     http_error = captures.http_error(results)
     user = request.user
+    archive = lookup.snapshot_archive(snapshot)
+    # The web archive's replay is the first capture card, when this machine can replay it.
+    target = lookup.replay_target(snapshot) if archive["files"] and REPLAY.available() else None
     return render(request, "web/snapshot_detail.html", {
+        "archive": archive if archive["files"] else None,
+        "replay": {"src": links.replay_src(snapshot.pk, target), "target": target, **archive} if target else None,
         "snapshot": snapshot,
+        "waiting": hostleases.why_waiting(snapshot, timezone.now()),
         "staff": access.is_staff(user),
         "can_delete": access.is_staff(user) and user.has_perm("core.delete_snapshot"),
         "can_resnapshot": access.is_staff(user) and user.has_perm("core.add_crawl"),
@@ -208,6 +216,7 @@ def snapshot_detail(request, snapshot_id: uuid.UUID):
         # The sandboxed frame shows the main capture, or (when that is a PDF) the first that is not.
         "framed": next((c for c in ([main] if main else []) + found if c.kind != "pdf"), None),
         "pdfs": sorted((c for c in found if c.kind == "pdf"), key=lambda c: c != main),
+        "replay_count": 1 if target else 0,
         "preview": None if main else _preview(entries),
     })
 
@@ -270,6 +279,12 @@ def archived_file_signed(request, snapshot_id: uuid.UUID, token: str, path: str 
         response["Referrer-Policy"] = "no-referrer"
         return response
     response = FileResponse(stream, content_type=content_type)
+    if content_type.split(";")[0] in ("text/html", "application/xhtml+xml"):
+        snapshot = Snapshot.objects.get(pk=snapshot_id)
+        replaced = rebase.rebased(target, snapshot_id, token, lookup.replay_target(snapshot))
+        if replaced is not None:  # a saved page's relative URLs: into the web archive
+            stream.close()
+            response = HttpResponse(replaced, content_type=content_type)
     response["Content-Security-Policy"] = PDF_CSP if content_type == "application/pdf" else ARCHIVE_CSP
     response["X-Content-Type-Options"] = "nosniff"
     response["Referrer-Policy"] = "no-referrer"

@@ -74,6 +74,9 @@ class Schedule(models.Model):
     depth = models.PositiveSmallIntegerField(default=0)
     tags_str = models.CharField(max_length=1024, blank=True, default="")
     only_new = models.BooleanField(default=False, help_text="add only URLs not archived yet, instead of archiving them again")
+    # Each run's crawl config (KEY: value), checked as ``archivebox add -c`` checks it (and, when
+    # set over the network, as the REST API checks a remote caller's).
+    config = models.JSONField(default=dict, blank=True, help_text='config of each run\'s crawl, e.g. {"PER_HOST_DELAY": 2}')
     enabled = models.BooleanField(default=True)
     next_run_at = models.DateTimeField(db_index=True)
     last_run_at = models.DateTimeField(null=True, blank=True)

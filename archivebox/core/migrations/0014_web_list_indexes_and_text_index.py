@@ -82,7 +82,7 @@ def drop_text_index(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('core', '0011_archiveresult_ready_stop'),
+        ('core', '0013_host_politeness'),
     ]
 
     operations = [
