@@ -1,8 +1,11 @@
 """Engine configuration: read once from the environment and the data dir's config file.
 
 Precedence for every key: environment variable > ``<DATA_DIR>/ArchiveBox.conf`` > default.
-Components receive an :class:`EngineConfig` explicitly; nothing reads the environment
-at import time in a default argument.
+``settings`` builds the process's one :class:`EngineConfig` at start-up (``settings.ENGINE``),
+and code reads it there when it runs. The tick layer (the orchestrator, dispatch, the
+ticks' decisions) takes it as an argument instead, passed in by its entry points (the
+tick task, the pools), so tests hand it another. Nothing reads the environment for a
+setting of its own, and nothing reads the config at import time in a default argument.
 """
 
 from __future__ import annotations
@@ -121,11 +124,14 @@ ENGINE_NUMBERS: dict[str, tuple[str, type, float]] = {
     "BROWSER_CHECK_INTERVAL": ("browser_check_interval", float, 0.1),
     "BROWSER_HANG_TIMEOUT": ("browser_hang_timeout", float, 0.5),
     "BROWSER_START_TIMEOUT": ("browser_start_timeout", float, 1),
+    "RATE_LIMIT_MAX_PAUSE": ("rate_limit_max_pause", float, 0),
+    "RATE_LIMIT_BACKOFF": ("rate_limit_backoff", float, 0),
+    "HOST_RESERVATION_TTL": ("host_reservation_ttl", float, 1),
 }
 
 # Every key EngineConfig reads (from the environment or ArchiveBox.conf).
-ENGINE_KEYS = (*ENGINE_NUMBERS, "ACTOR_CONCURRENCY", "MACHINE_ID", "FORKSERVER", "LIB_DIR", "ABXPKG_LIB_DIR", "HOOK_PYTHON",
-               "ABX_PLUGINS", "FORKSERVER_PRELOAD", "LIFECYCLE_PLUGINS")
+ENGINE_KEYS = (*ENGINE_NUMBERS, "ACTOR_CONCURRENCY", "MACHINE_ID", "FORKSERVER", "LIB_DIR", "ABXPKG_LIB_DIR", "HOOK_PYTHON", "REPLAY_PYTHON",
+               "ABX_PLUGINS", "FORKSERVER_PRELOAD", "FORKSERVER_EXCLUDE", "LIFECYCLE_PLUGINS")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,6 +166,8 @@ class EngineConfig:
     # which imports these modules at its start (FORKSERVER_PRELOAD, comma-separated).
     forkserver: bool = True
     forkserver_preload: tuple[str, ...] = ()
+    # Plugins whose Python hooks start a new interpreter for every run (FORKSERVER_EXCLUDE).
+    forkserver_exclude: tuple[str, ...] = ()
     # Python modules registered as lifecycle plugins (LIFECYCLE_PLUGINS, comma-separated
     # import paths; see archivebox.lifecycle).
     lifecycle_plugins: tuple[str, ...] = ()
@@ -176,6 +184,9 @@ class EngineConfig:
     # The interpreter third-party Python hooks run under (a path or a command); empty: the
     # newest on PATH or in pyenv that satisfies the hook's requires-python.
     hook_python: str = ""
+    # The interpreter of the replay server (one with pywb 2.10 installed); empty: the replay
+    # environment the engine provisions under the lib dir (archivebox.webarchive.replayenv).
+    replay_python: str = ""
     # Install abx-plugins for the hooks' interpreter and add its plugins folder to the plugin dirs.
     abx_plugins: bool = False
     # Longest one binary install may take; a binary that failed is not tried again for this long.
@@ -195,6 +206,13 @@ class EngineConfig:
     browser_check_interval: float = 5.0
     browser_hang_timeout: float = 10.0
     browser_start_timeout: float = 20.0
+    # Politeness (archivebox/hostrules.py, core/hostleases.py): the longest pause of a host
+    # that answered 429/503 (its Retry-After is capped by it), the first pause of one that sent
+    # no Retry-After (doubling with each "slow down" in a row), and how long a host slot
+    # reserved for a snapshot stays reserved if that snapshot never starts.
+    rate_limit_max_pause: float = 600.0
+    rate_limit_backoff: float = 10.0
+    host_reservation_ttl: float = 60.0
     # CHROME_BINARY (a name on PATH or a path; empty: the first of chromium,
     # chromium-browser, google-chrome found). The plugins' config.json declare the key too.
     chrome_binary: str = ""
@@ -226,11 +244,12 @@ class EngineConfig:
         if lib_dir:
             kwargs["lib_dir"] = Path(lib_dir).expanduser().resolve()
         kwargs["hook_python"] = values.get("HOOK_PYTHON", "").strip()
+        kwargs["replay_python"] = values.get("REPLAY_PYTHON", "").strip()
         if values.get("ABX_PLUGINS", "").strip():
             kwargs["abx_plugins"] = parse_bool("ABX_PLUGINS", values["ABX_PLUGINS"])
         kwargs["chrome_binary"] = values.get("CHROME_BINARY", "").strip()
         if values.get("FORKSERVER", "").strip():
             kwargs["forkserver"] = parse_bool("FORKSERVER", values["FORKSERVER"])
-        for key in ("FORKSERVER_PRELOAD", "LIFECYCLE_PLUGINS"):
+        for key in ("FORKSERVER_PRELOAD", "FORKSERVER_EXCLUDE", "LIFECYCLE_PLUGINS"):
             kwargs[key.lower()] = tuple(name.strip() for name in values.get(key, "").split(",") if name.strip())
         return cls(**kwargs)

@@ -93,7 +93,7 @@ class EmbeddedWorkers:
                 listener.on_loop()
 
     def run_until(self, done: Callable[[], bool], on_progress: Callable[[], None] = lambda: None, poll: float = 0.25) -> bool:
-        """Tend the pools until ``done()``; False if a signal stopped us first."""
+        """Keep the pools' housekeeping going until ``done()``; False if a signal stopped us first."""
         next_health = time.monotonic() + 10
         while not done():
             if self.stop_requested.wait(poll):

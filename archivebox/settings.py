@@ -7,10 +7,13 @@ deployment (Postgres + Redis) without any code change.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import secrets
 from pathlib import Path
-from urllib.parse import parse_qsl, quote, unquote, urlsplit
+from urllib.parse import quote, urlsplit
+
+import dj_database_url
 
 from archivebox import tuning
 from archivebox.config import ConfigError, EngineConfig, parse_bool, parse_number, read_config_file, resolve_data_dir
@@ -71,34 +74,32 @@ def sqlite_database(path: Path, read_only: bool = False) -> dict:
 
 
 def database_from_url(url: str, data_dir: Path) -> dict:
-    """Translate ``DATABASE_URL`` into a Django ``DATABASES`` entry."""
+    """Translate ``DATABASE_URL`` (parsed by dj-database-url) into a Django ``DATABASES`` entry.
+
+    ``sqlite:///relative.db`` is relative to DATA_DIR, ``sqlite:////abs/path.db`` absolute;
+    ``postgres://`` and ``postgresql://`` need the psycopg driver. Other schemes are refused:
+    the engine's claim and lease statements are written for SQLite and Postgres."""
     if not url:
         return sqlite_database(data_dir / "index.sqlite3", READ_ONLY)
-    parts = urlsplit(url)
-    if parts.scheme == "sqlite":
-        if parts.netloc:
+    scheme = urlsplit(url).scheme
+    if scheme not in ("sqlite", "postgres", "postgresql"):
+        raise ConfigError(f"DATABASE_URL: unsupported scheme {scheme!r} (use sqlite:// or postgres://)")
+    try:
+        parsed = dj_database_url.parse(url, conn_max_age=None, conn_health_checks=True)
+    except ValueError as err:
+        raise ConfigError(f"DATABASE_URL: {err}") from None
+    if scheme == "sqlite":
+        if parsed.get("HOST") or parsed.get("PORT"):
             raise ConfigError(f"DATABASE_URL: sqlite URLs take no host, got {url!r}")
-        # sqlite:///relative.db -> relative to DATA_DIR; sqlite:////abs/path.db -> absolute
-        name = Path(unquote(parts.path)[1:])
-        target = name if name.is_absolute() else data_dir / name
-        return sqlite_database(target, READ_ONLY)
-    if parts.scheme in ("postgres", "postgresql"):
-        require_psycopg()
-        # A server that cannot be reached fails a connection attempt after this many seconds
-        # (libpq's default is to wait forever); ``?connect_timeout=`` in the URL overrides it.
-        options = {"connect_timeout": "10", **dict(parse_qsl(parts.query))}
-        return {
-            "ENGINE": "django.db.backends.postgresql",
-            "NAME": unquote(parts.path.lstrip("/")) or "archivebox",
-            "USER": unquote(parts.username or ""),
-            "PASSWORD": unquote(parts.password or ""),
-            "HOST": parts.hostname or "",
-            "PORT": str(parts.port or ""),
-            "CONN_MAX_AGE": None,
-            "CONN_HEALTH_CHECKS": True,
-            "OPTIONS": options,
-        }
-    raise ConfigError(f"DATABASE_URL: unsupported scheme {parts.scheme!r} (use sqlite:// or postgres://)")
+        name = Path(parsed["NAME"])
+        if str(name) in (".", ":memory:"):
+            raise ConfigError(f"DATABASE_URL: an sqlite URL names a file (sqlite:///index.sqlite3), got {url!r}")
+        return sqlite_database(name if name.is_absolute() else data_dir / name, READ_ONLY)
+    require_psycopg()
+    # A server that cannot be reached fails a connection attempt after this many seconds
+    # (libpq's default is to wait forever); ``?connect_timeout=`` in the URL overrides it.
+    parsed["OPTIONS"] = {"connect_timeout": 10, **parsed.get("OPTIONS", {})}
+    return {**parsed, "NAME": parsed["NAME"] or "archivebox", "PORT": str(parsed["PORT"] or "")}
 
 
 def _secret_key(data_dir: Path) -> str:
@@ -184,6 +185,7 @@ INSTALLED_APPS = [
     "archivebox.core",
     "archivebox.personas",
     "archivebox.binaries",
+    "archivebox.webarchive",
     "archivebox.web",
     "archivebox.api",
     "archivebox.apps.EngineConfig",
@@ -201,10 +203,12 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "archivebox.urls"
+# Located without importing it (pydantic's import costs every command ~0.2 s).
+NINJA_DIR = Path(importlib.util.find_spec("ninja").origin).parent
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],
+        "DIRS": [NINJA_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -245,6 +249,9 @@ TIME_ZONE = "UTC"
 LANGUAGE_CODE = "en-us"
 STATIC_URL = "/static/"
 STATIC_ROOT = DATA_DIR / "static"
+# The API docs' Swagger UI from django-ninja's own files, never a CDN (they work offline);
+# found here rather than by making ninja a Django app, which every command would then import.
+STATICFILES_DIRS = [NINJA_DIR / "static"]
 
 LOGGING = {
     "version": 1,

@@ -10,14 +10,26 @@ depends on still exist, so an upgrade that moves them fails loudly instead of si
 1. psycopg hidden from ``huey.storage`` on SQLite (:func:`import_huey_without_postgres_driver`).
 2. The task monitor's batch writer in SQL (:class:`MonitorBatchSql`), instead of
    django-huey-monitor's models.
+3. The reads a hook run repeats, in SQL (``core.rowsql.values``, ``load``, ``attach``),
+   instead of QuerySets; they live in ``core/rowsql.py`` beside the tick's claims.
+4. Pooled daemon threads (``process.threadpool.ThreadPool``) instead of
+   ``concurrent.futures.ThreadPoolExecutor``, for hook supervisors and index writes.
+
+Items 3 and 4 live in their own modules (this one imports nothing of the project); their
+measurements are below, with those of 1 and 2.
 
 Private names of libraries the project still uses, each asserted by ``tests/test_tuning.py``:
-``huey.storage.psycopg`` (1), and ``SqliteStorage._create_connection``, the per-backend hook
+``huey.storage.psycopg`` (1); ``SqliteStorage._create_connection``, the per-backend hook
 of Huey's SQL storages that ``broker.huey_ext.DoorbellSqliteStorage`` extends (WAL with
-``synchronous=NORMAL``, tables created on first use; no public option sets either).
+``synchronous=NORMAL``, tables created on first use; no public option sets either); and a
+consumer's ``worker_threads`` with ``environment.is_alive``, undocumented attributes that
+``broker.huey_ext.ArchiveboxConsumer.workers_alive`` reads to know whether a graceful stop
+left a worker running (Huey's ``stop`` does not say, and no public API does).
 
 Measured and removed (they gained less than 5 %): the GIL switch interval of 1 ms in worker
-processes, glibc's malloc arena cap, and ``ObservedModel.from_db`` skipping ``Model.__init__``.
+processes, glibc's malloc arena cap, ``ObservedModel.from_db`` skipping ``Model.__init__``,
+and rowsql's hand-written inserts (``insert``, ``insert_new``: now ``bulk_create``; about
+1 % of the 100-page run's CPU, by the per-call costs under 3 below).
 
 This module imports nothing of the project and no Django model: ``settings`` uses it
 before Django is set up.
@@ -66,6 +78,38 @@ def import_huey_without_postgres_driver() -> None:
 # alternated, three rounds each): 5882, 4353, 5089 ticks/s with this; 2841, 2401, 1584 with
 # the models.
 # It depends on the two models' tables and columns: tests/test_tuning.py names them.
+
+
+# 3. ---------------------------------------------------------------------------------------
+# core/rowsql.py: values, load, attach. A hook run and the side effects that follow it read
+# a few columns of a few rows about a dozen times (counted in the 100-page run of
+# bench/bench_archive.py: 4489 values, 951 attach, 600 load for 500 hook runs), and each
+# QuerySet costs more Python than its statement. CPU per call (time.process_time, medians
+# of five interleaved rounds, SQLite, a busy machine): values 138 us by hand against 966 us
+# through values_list(); load 438 against 3258 us (select_related + defer + in_bulk); attach
+# of a two-row batch 947 against 2556 us (prefetch_related_objects). bench_archive.py
+# --rounds 1 --dir /dev/shm, alternated on the same code with these three (and the inserts
+# and sideeffects.results' one statement) through the ORM: CPU of the whole run 1.21x and
+# 1.17x with the ORM (medians of three pairs each; pairs 0.97-1.24), the archivebox process
+# itself 1.34x and 1.30x; with attach and the inserts through the ORM, 1.06x (three pairs,
+# the statement through the ORM too) and 1.14x (four pairs); pairs 0.98-1.21. Most of what
+# is left is attach: ~1.6 ms x 951 calls of a run's ~20 s. The machine ran other sessions'
+# tests at a load of 15 to 36 on 2 cores, so wall time said nothing and the pairs spread
+# by +-10 %.
+# tests/engine/test_rowsql.py checks that what they read is what the ORM reads.
+
+# 4. ---------------------------------------------------------------------------------------
+# process/threadpool.py: ThreadPoolExecutor's workers are not daemon threads (since Python
+# 3.9) and are joined at interpreter exit, so a worker that stops would wait for every hook
+# supervisor still running, however long its hook runs, instead of leaving the hook to the
+# sweep that adopts it (tests/engine/test_threadpool.py has the test that fails with the
+# executor). Its idle threads never end either, each keeping a database connection, unless
+# every job closes its connection: the pool here keeps a thread's connection across jobs
+# and ends the thread after 30 s idle. bench_archive.py --rounds 1 --dir /dev/shm, three
+# pairs alternated against the executor (connections closed after each job): CPU of the
+# whole run 1.06x with the executor (pairs 0.94, 1.06, 1.10), the archivebox process 1.08x
+# (0.96-1.13), at the same machine load as 3; opening a connection (~0.6 ms) per job
+# accounts for about 1.5 % of it. Kept for the exit, at the 5 % bar on CPU.
 
 
 def random_uuid_int() -> int:

@@ -35,7 +35,7 @@ HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parent.parent / "tests"))
 
 from benchlib import Scratch, add_dir_option, run_measured  # noqa: E402 - bench/ is the script folder, first on sys.path
-from bench_abx import run_archivebox  # noqa: E402
+from bench_abx import run_archivebox, summary  # noqa: E402
 from localsite import generate_site, serve_site  # noqa: E402
 
 VENV_BIN = Path(sys.executable).parent
@@ -69,9 +69,9 @@ def one_round(scratch: Scratch, pages: int, plugins: str, env_extra: dict, archi
         }
         if archivebox:
             (tmp / "archivebox").mkdir()
-            theirs, statuses = run_archivebox(tmp / "archivebox", urls, archivebox, timeout=1800)
+            theirs, their_results = run_archivebox(tmp / "archivebox", urls, archivebox, timeout=1800)
             figures["archivebox"] = {"wall": theirs.wall, "cpu": theirs.cpu, "rss_mb": theirs.peak_rss / 2**20,
-                                     "results": {status: statuses.count(status) for status in sorted(set(statuses))}}
+                                     "results": summary(their_results)}
         return figures
 
 

@@ -47,7 +47,7 @@ HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parent.parent / "tests"))
 sys.path.insert(0, str(HERE.parent.parent / "tests" / "browser"))
 
-from benchlib import Scratch, add_dir_option, percentile, run_measured  # noqa: E402
+from benchlib import Scratch, add_dir_option, percentile, run_measured, tree_pss  # noqa: E402
 from browsersite import mixed_pages  # noqa: E402
 from localsite import SiteServer  # noqa: E402
 
@@ -57,17 +57,6 @@ DESIGNS = {
     "old": "screenshot,pdf,dom,title",
 }
 BROWSER_HOOKS = ("chrome", "screenshot", "pdf", "dom", "title")
-
-
-def tree_pss(procs: list[psutil.Process]) -> int:
-    total = 0
-    for proc in procs:
-        try:
-            with open(f"/proc/{proc.pid}/smaps_rollup", "rb") as rollup:
-                total += next(int(line.split()[1]) for line in rollup if line.startswith(b"Pss:")) * 1024
-        except (OSError, StopIteration, ValueError, psutil.Error):
-            continue
-    return total
 
 
 def process_kind(cmdline: list[str]) -> str:

@@ -55,11 +55,30 @@ def tree_rss(root: psutil.Process) -> int:
     return total
 
 
+def tree_pss(procs: list[psutil.Process]) -> int:
+    """Proportional set size summed over ``procs``, in bytes: a page shared by N processes
+    counts 1/N in each (forked hooks share most of their server's pages; RSS would count
+    them once per process)."""
+    total = 0
+    for proc in procs:
+        try:
+            with open(f"/proc/{proc.pid}/smaps_rollup", "rb") as rollup:
+                total += next(int(line.split()[1]) for line in rollup if line.startswith(b"Pss:")) * 1024
+        except (OSError, StopIteration, ValueError):
+            continue
+    return total
+
+
+# PSS is read every this many RSS samples (smaps_rollup walks each process's page tables).
+PSS_EVERY = 10
+
+
 @dataclass
 class Measured:
     """One command's run: its exit code and output, wall seconds, the CPU seconds of it and
     every process it started (once reaped), the CPU of its own process, and the largest
-    resident memory of its whole process tree, sampled every 20 ms."""
+    resident memory of its whole process tree, sampled every 20 ms (RSS) and every 200 ms
+    (PSS)."""
     returncode: int
     stdout: str
     stderr: str
@@ -67,24 +86,29 @@ class Measured:
     cpu: float
     own_cpu: float
     peak_rss: int
+    peak_pss: int = 0
 
 
 def run_measured(cmd: list[str], env: dict, cwd=None, timeout: float | None = None) -> Measured:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peak, own_cpu, root = 0, 0.0, psutil.Process(proc.pid)
+    peak, peak_pss, own_cpu, root = 0, 0, 0.0, psutil.Process(proc.pid)
     stop = threading.Event()
 
     def sample() -> None:
-        nonlocal peak, own_cpu
+        nonlocal peak, peak_pss, own_cpu
+        count = 0
         while not stop.is_set():
             try:
                 peak = max(peak, tree_rss(root))
+                if count % PSS_EVERY == 0:
+                    peak_pss = max(peak_pss, tree_pss([root, *root.children(recursive=True)]))
                 times = root.cpu_times()
                 own_cpu = times.user + times.system
             except psutil.Error:
                 pass  # it has just ended: the figures so far stand
+            count += 1
             stop.wait(0.02)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -97,4 +121,4 @@ def run_measured(cmd: list[str], env: dict, cwd=None, timeout: float | None = No
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return Measured(proc.returncode, out, err, wall, cpu, own_cpu, peak)
+    return Measured(proc.returncode, out, err, wall, cpu, own_cpu, peak, peak_pss)

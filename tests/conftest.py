@@ -31,6 +31,30 @@ os.environ["LIB_DIR"] = str(SESSION_LIB_DIR)
 atexit.register(shutil.rmtree, SESSION_LIB_DIR, ignore_errors=True)
 os.environ.pop("ABXPKG_LIB_DIR", None)
 
+
+def provision_replay_environment() -> str:
+    """The replay environment (pywb) every test collection replays with: provisioned once
+    per machine by ``archivebox init`` itself (the real path), under a lib dir that
+    outlives the session (pip installing pywb takes most of a minute); its python."""
+    import subprocess
+
+    lib = Path(tempfile.gettempdir()) / "abx-test-replay-lib"
+    python = lib / "replayenv" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "bin" / "python"
+    scratch = Path(tempfile.mkdtemp(prefix="abx-replay-init-"))
+    env = {**os.environ, "DATA_DIR": str(scratch), "LIB_DIR": str(lib)}
+    env.pop("REPLAY_PYTHON", None)
+    try:
+        done = subprocess.run([str(Path(sys.executable).parent / "archivebox"), "init", "-q"], env=env, capture_output=True,
+                              text=True, timeout=900)
+        if done.returncode != 0 or done.stderr.strip():
+            logging.getLogger(__name__).warning("the replay environment could not be provisioned: %s", done.stderr.strip())
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return str(python)
+
+
+os.environ["REPLAY_PYTHON"] = provision_replay_environment()
+
 import helpers  # noqa: E402
 from archivebox import boot  # noqa: E402
 
@@ -47,7 +71,7 @@ from archivebox.tasks.queue import huey as ticks_huey  # noqa: E402
 for alias in settings.DATABASES:
     call_command("migrate", database=alias, verbosity=0)
 
-CORE_TABLES = ["binaries_binary", "core_process", "core_archiveresult", "core_snapshot_tags", "core_snapshot", "core_crawl", "core_tag", "core_lease", "core_machine"]
+CORE_TABLES = ["webarchive_warcrecord", "webarchive_warcfile", "binaries_binary", "core_process", "core_archiveresult", "core_snapshot_tags", "core_snapshot", "core_crawl", "core_tag", "core_lease", "core_machine"]
 
 
 @pytest.fixture(autouse=True)

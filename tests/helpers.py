@@ -152,3 +152,27 @@ def tick_overlaps(audit_file: Path, killed_at: dict[int, float]) -> list[str]:
         if running[key] > 1:
             problems.append(f"{actor} {pk}: two ticks at once at {ts:.6f}")
     return problems
+
+
+# Hostile feeds, for the engine's feed import and the parse_rss_urls plugin alike.
+# Nested entities ("billion laughs"): seven levels expand 50 bytes to 50 MB.
+FEED_ENTITY_BOMB = """<?xml version="1.0"?>
+<!DOCTYPE rss [
+  <!ENTITY a "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa">
+  <!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">
+  <!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">
+  <!ENTITY d "&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;">
+  <!ENTITY e "&d;&d;&d;&d;&d;&d;&d;&d;&d;&d;">
+  <!ENTITY f "&e;&e;&e;&e;&e;&e;&e;&e;&e;&e;">
+  <!ENTITY g "&f;&f;&f;&f;&f;&f;&f;&f;&f;&f;">
+]>
+<rss version="2.0"><channel><title>&g;</title>
+<item><title>&g;</title><link>http://bomb.example/1</link></item></channel></rss>
+"""
+# One big entity referenced many times: no nesting, still gigabytes once expanded.
+FEED_QUADRATIC_BLOWUP = ('<?xml version="1.0"?><!DOCTYPE rss [<!ENTITY big "' + "x" * 50_000 + '">]>'
+                         '<rss version="2.0"><channel><item><title>' + "&big;" * 20_000 + "</title>"
+                         "<link>http://q.example/</link></item></channel></rss>")
+# A parameter entity that would fetch a DTD from elsewhere.
+FEED_EXTERNAL_PARAMETER_ENTITY = ('<?xml version="1.0"?><!DOCTYPE rss [<!ENTITY % p SYSTEM "http://127.0.0.1:1/evil.dtd"> %p;]>'
+                                  "<rss version='2.0'><channel><item><link>http://p.example/</link></item></channel></rss>")

@@ -45,7 +45,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 __all__ = [
     "PageInfo", "SiteInfo", "SiteServer", "RunningSite",
-    "generate_site", "serve_site", "local_site", "png_bytes", "GIF_BYTES", "closed_port",
+    "generate_site", "serve_site", "local_site", "png_bytes", "pdf_bytes", "GIF_BYTES", "closed_port",
     "self_signed_cert",
 ]
 
@@ -72,6 +72,31 @@ def png_bytes(width=1, height=1, rgb=(0, 128, 255)):
             + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
             + chunk(b"IDAT", zlib.compress(raw))
             + chunk(b"IEND", b""))
+
+
+def pdf_bytes(title="A test document", text="Hello from a PDF"):
+    """A small valid one-page PDF showing ``text``, with ``title`` in its metadata (/Info)."""
+    def escape(value):
+        return value.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+    stream = f"BT /F1 24 Tf 72 700 Td ({escape(text)}) Tj ET".encode("latin-1")
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        f"<< /Title ({escape(title)}) /Producer (localsite) >>".encode("latin-1"),
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R /Info 6 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
 
 
 _SYLLABLES = ["ka", "zu", "mir", "tol", "vex", "qua", "ren", "dho", "lim", "sor", "pex", "wun",
@@ -317,7 +342,7 @@ _TYPES = {
     ".html": "text/html; charset=utf-8", ".css": "text/css", ".png": "image/png",
     ".gif": "image/gif", ".ico": "image/x-icon", ".rss": "application/rss+xml",
     ".xml": "application/atom+xml", ".txt": "text/plain; charset=utf-8",
-    ".json": "application/json",
+    ".json": "application/json", ".pdf": "application/pdf",
 }
 
 

@@ -9,11 +9,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 
 import psutil
 import pytest
-from helpers import REPO, Collection, wait_until
+from helpers import Collection, wait_until
+
+from archivebox import fulltext
 
 RECORDS = [
     {"url": "https://alpha.example.com/one", "title": "Alpha one", "tags": ["news"], "timestamp": "2020-01-01T00:00:00Z"},
@@ -52,10 +53,8 @@ def test_list_filters(collection):
 
 
 def test_list_search_finds_the_archived_text(collection):
-    sys.path.insert(0, str(REPO))
-    from archivebox.plugins.search import fts
     [alpha] = [s for s in collection.list_json() if "alpha" in s["url"]]
-    fts.index_snapshot(str(collection.root / "search.sqlite3"), alpha["id"], alpha["url"], alpha["title"], "the quick zebrafish swims")
+    fulltext.index_snapshot(str(collection.root / "search.sqlite3"), alpha["id"], alpha["url"], alpha["title"], "the quick zebrafish swims")
     assert urls(collection, "--search", "zebrafish") == ["https://alpha.example.com/one"]
     assert urls(collection, "--search", "nowhere-to-be-found") == []
 

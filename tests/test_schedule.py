@@ -22,15 +22,19 @@ def test_add_show_run_all_and_clear_from_the_command_line(tmp_path):
     urls = tmp_path / "urls.txt"
     urls.write_text(f"{URL}\nhttps://example.com/second\n")
     added = coll.cli("schedule", "--add", "--every=0 */6 * * *", "--depth=1", "--tag=watch", str(urls))
-    assert "Scheduled 2 URL(s) every 0 */6 * * *" in added.stdout
+    assert "Scheduled 2 URL(s) on cron '0 */6 * * *'" in added.stdout
     shown = coll.cli("schedule", "--show").stdout
-    assert "every 0 */6 * * *" in shown and URL in shown and "(+1 more)" in shown
+    assert "on cron '0 */6 * * *'" in shown and URL in shown and "(+1 more)" in shown
     ran = coll.cli("schedule", "--run-all")
     assert "crawl" in ran.stdout and "queued" in ran.stdout
     [crawl] = coll.query("SELECT urls, max_depth, tags_str FROM core_crawl")
     assert (crawl["urls"].splitlines(), crawl["max_depth"], crawl["tags_str"]) == ([URL, "https://example.com/second"], 1, "watch")
     assert "Deleted 1 schedule" in coll.cli("schedule", "--clear").stdout
     assert "No schedules." in coll.cli("schedule", "--show").stdout
+    # A named period reads as one ("daily"), not "every daily".
+    daily = coll.cli("schedule", "--add", "--every=daily", URL).stdout
+    assert "Scheduled 1 URL(s) daily (0 0 * * *, UTC)" in daily
+    assert " daily " in coll.cli("schedule", "--show").stdout and "every daily" not in coll.cli("schedule", "--show").stdout
 
 
 def test_a_due_schedule_fires_once_with_two_sets_of_pools_and_a_long_downtime_gives_one_catch_up(tmp_path):

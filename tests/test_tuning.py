@@ -7,13 +7,14 @@ doing nothing or writing the wrong columns.
 from __future__ import annotations
 
 import sqlite3
+import threading
 
 import huey.storage
 from huey.storage import BaseSqlStorage, SqliteStorage
 from huey_monitor.models import SignalInfoModel, TaskModel
 
 from archivebox import tuning
-from archivebox.broker.huey_ext import DoorbellSqliteStorage
+from archivebox.broker.huey_ext import DoorbellSqliteStorage, SqliteQueue
 
 
 def columns(model) -> dict:
@@ -45,3 +46,24 @@ def test_huey_sql_storage_still_opens_connections_through_the_hook_the_doorbell_
     finally:
         storage.close()
     assert sqlite3.connect(tmp_path / "q.sqlite3").execute("pragma journal_mode").fetchone() == ("wal",)
+
+
+def test_a_huey_consumer_still_lists_its_workers_and_can_tell_one_is_alive(tmp_path):
+    """ArchiveboxConsumer.workers_alive reads ``worker_threads`` (pairs of a worker and the
+    thread or process running it) and ``environment.is_alive``: undocumented, so checked here."""
+    queue = SqliteQueue("tuning", filename=str(tmp_path / "q.sqlite3"), doorbell_dir=str(tmp_path / "run"))
+    consumer = queue.create_consumer(workers=2)
+    assert len(consumer.worker_threads) == 2
+    assert all(isinstance(thread, threading.Thread) for _, thread in consumer.worker_threads)
+    assert consumer.workers_alive() is False  # built, not started
+    release = threading.Event()
+    busy = threading.Thread(target=release.wait, args=(10,))
+    busy.start()
+    try:
+        assert consumer.environment.is_alive(busy) is True
+        consumer.worker_threads.append((None, busy))  # a worker that a graceful stop did not end
+        assert consumer.workers_alive() is True
+    finally:
+        release.set()
+        busy.join(10)
+    assert consumer.environment.is_alive(busy) is False and consumer.workers_alive() is False

@@ -8,6 +8,7 @@ attempts count towards the login lockout) and are rows with an expiry, revocable
 """
 
 
+import json
 import math
 import uuid
 from datetime import datetime
@@ -15,27 +16,29 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import authenticate
-from django.http import HttpRequest
-from django.shortcuts import get_object_or_404
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
-from ninja import Field, NinjaAPI, Query, Router, Schema
+from ninja import Field, NinjaAPI, Query, Router, Schema, Swagger
 from ninja.errors import HttpError
 from ninja.pagination import PaginationBase, paginate
 from ninja.security import APIKeyHeader, APIKeyQuery, HttpBearer
 from ninja.security.session import SessionAuthIsStaff
 
+from archivebox import fulltext
 from archivebox.core.graphs import SnapshotGraph, CrawlGraph
 from archivebox.api.models import token_for, user_of
 from archivebox.core.models import ArchiveResult, Crawl, Schedule, Snapshot, Tag
-from archivebox.core.models.schedule import BadSchedule
+from archivebox.core.models.schedule import BadSchedule, period_text
+from archivebox.core import counting, search
 from archivebox.core.filters import FilterError, SnapshotFilter, parse_when, select
-from archivebox.core.urlcheck import InvalidURL, check_url
+from archivebox.core.urlcheck import InvalidURL, check_url, mask_urls, masked_json
 from archivebox.core.urlinput import Seed
 from archivebox.personas import store as persona_store
 from archivebox.personas.models import Persona
-from archivebox.plugins.search import fts
 from archivebox.tasks import schedules
-from archivebox.tasks.adding import AddError, AddOptions, add, read_seeds
+from archivebox.webarchive.export import ExportFailed, NothingToExport, wacz_download_response
+from archivebox.tasks.adding import AddError, AddOptions, add, read_seeds, schedule_config
 from archivebox.tasks.actions import (archive_indexed, cancel_crawl, cancel_snapshot, remove_snapshots, retry_failed,
                                        running)
 
@@ -62,7 +65,19 @@ class QueryTokenAuth(APIKeyQuery):
 # A logged-in staff session works too (the docs page uses it); as a cookie it needs the CSRF token.
 AUTH = [HeaderTokenAuth(), BearerTokenAuth(), QueryTokenAuth(), SessionAuthIsStaff()]
 
-api = NinjaAPI(title="ArchiveBox API", version="1.0.0", urls_namespace="api-1", docs_url="/docs", auth=AUTH,
+class PackagedSwagger(Swagger):
+    """Swagger UI from django-ninja's own template and static files (settings find them), never
+    its CDN copy: ninja picks the CDN unless it is a Django app, which would cost every command
+    its import."""
+
+    def render_page(self, request: HttpRequest, api: NinjaAPI, **kwargs) -> HttpResponse:
+        self.settings["url"] = self.get_openapi_url(api, kwargs)
+        # A logged-in session may call the API from the page: its requests carry the CSRF token.
+        return render(request, self.template, {"swagger_settings": json.dumps(self.settings, indent=1), "api": api,
+                                               "add_csrf": True})
+
+
+api = NinjaAPI(title="ArchiveBox API", version="1.0.0", urls_namespace="api-1", docs_url="/docs", auth=AUTH, docs=PackagedSwagger(),
                description="ArchiveBox's v1 REST API: add URLs, read snapshots and their results.")
 
 
@@ -157,8 +172,9 @@ def cli_add(request: HttpRequest, args: AddCommandSchema):
     except AddError as err:
         errors = [*locals().get("errors", []), str(err)]
         return {"success": False, "errors": errors, "result": None, "stdout": "", "stderr": "\n".join(errors)}
-    result = {"crawl_id": str(added.crawl.pk), "num_snapshots": 0, "snapshot_ids": [], "queued_urls": added.urls,
-              "skipped_existing": added.skipped_existing}
+    result = {"crawl_id": str(added.crawl.pk), "num_snapshots": 0, "snapshot_ids": [],
+              "queued_urls": [mask_urls(url) for url in added.urls],
+              "skipped_existing": [mask_urls(url) for url in added.skipped_existing]}
     return {"success": True, "errors": errors, "result": result, "result_format": "json",
             "stdout": f"Queued crawl {added.crawl.pk}: {len(added.urls)} URL(s), depth {args.depth}.", "stderr": "\n".join(errors)}
 
@@ -173,12 +189,13 @@ class ScheduleCommandSchema(Schema):
     tag: str = ""
     depth: int = 0
     only_new: bool = False
+    config: dict = {}
 
 
 def schedule_json(schedule: Schedule) -> dict:
-    return {"id": str(schedule.pk), "every": schedule.every, "cron": schedule.cron, "urls": schedule.urls.splitlines(),
+    return {"id": str(schedule.pk), "every": schedule.every, "cron": schedule.cron, "urls": mask_urls(schedule.urls).splitlines(),
             "depth": schedule.depth, "tag": schedule.tags_str, "only_new": schedule.only_new, "enabled": schedule.enabled,
-            "next_run_at": schedule.next_run_at.isoformat(), "runs": schedule.runs}
+            "next_run_at": schedule.next_run_at.isoformat(), "runs": schedule.runs, "config": schedule.config}
 
 
 @cli_router.post("/schedule", response=CLICommandResponseSchema, summary="archivebox schedule [args] [url_or_file]")
@@ -193,14 +210,15 @@ def cli_schedule(request: HttpRequest, args: ScheduleCommandSchema):
             return failed_response(ValueError(f"depth must be between 0 and 9, got {args.depth}"))
         try:
             urls = [check_url(u.strip()) for u in (args.import_path or "").split() if u.strip()]
+            config = schedule_config(args.config, args.depth, remote=True)
             schedule = Schedule.objects.create(every=args.every or "", urls="\n".join(urls), depth=args.depth,
-                                               tags_str=args.tag, only_new=args.only_new)
-        except (InvalidURL, BadSchedule) as err:
+                                               tags_str=args.tag, only_new=args.only_new, config=config)
+        except (InvalidURL, BadSchedule, AddError) as err:
             return {"success": False, "errors": [str(err)], "result": None, "stdout": "", "stderr": str(err)}
         if not urls:
             schedule.delete()
             return {"success": False, "errors": ["no URL given"], "result": None, "stdout": "", "stderr": "no URL given"}
-        lines.append(f"Scheduled {len(urls)} URL(s) every {schedule.every}.")
+        lines.append(f"Scheduled {len(urls)} URL(s) {period_text(schedule.every)}.")
     if args.run_all:
         now = timezone.now()
         for schedule in Schedule.objects.filter(enabled=True):
@@ -291,10 +309,11 @@ def cli_search(request: HttpRequest, args: SearchCommandSchema):
         return {"success": False, "errors": ["give words to search for (query or filter_patterns)"], "result": None,
                 "stdout": "", "stderr": ""}
     try:
-        found = fts.search(str(settings.DATA_DIR / "search.sqlite3"), words if args.raw else fts.literal_query(words),
+        found = fulltext.search(str(fulltext.database(settings.DATA_DIR)), words if args.raw else fulltext.literal_query(words),
                            limit=max(1, min(args.limit, 500)))
     except ValueError as err:
         return {"success": False, "errors": [str(err)], "result": None, "stdout": "", "stderr": str(err)}
+    found = [{**row, "url": mask_urls(row["url"])} for row in found]
     return {"success": True, "errors": [], "result": found, "result_format": "json",
             "stdout": "\n".join(f"{row['url']}  {row['title']}" for row in found), "stderr": ""}
 
@@ -315,6 +334,7 @@ class Pagination(PaginationBase):
     class Output(Schema):
         count: int
         total_items: int
+        total_exact: bool
         total_pages: int
         page: int
         limit: int
@@ -325,9 +345,12 @@ class Pagination(PaginationBase):
     def paginate_queryset(self, queryset, pagination: Input, **params):
         limit = max(1, min(pagination.limit, 500))
         offset = pagination.offset or pagination.page * limit
-        total = queryset.count()
+        # Exact up to a cap, else estimated or "more than" (core.counting): counting millions
+        # of rows would cost more than the page; ``total_exact`` says which.
+        total = counting.count(queryset, at_least=getattr(params.get("request"), "abx_at_least", 0))
         items = list(queryset[offset:offset + limit])
-        return {"count": total, "total_items": total, "total_pages": math.ceil(total / limit), "page": offset // limit,
+        return {"count": total.value, "total_items": total.value, "total_exact": total.exact,
+                "total_pages": math.ceil(total.value / limit), "page": offset // limit,
                 "limit": limit, "offset": offset, "num_items": len(items), "items": items}
 
 
@@ -348,6 +371,14 @@ class ArchiveResultSchema(Schema):
     snapshot_url: str | None = None
 
     @staticmethod
+    def resolve_output_str(obj):
+        return mask_urls(obj.output_str)
+
+    @staticmethod
+    def resolve_output_json(obj):
+        return masked_json(obj.output_json)
+
+    @staticmethod
     def resolve_start_ts(obj):
         return obj.started_at
 
@@ -357,7 +388,7 @@ class ArchiveResultSchema(Schema):
 
     @staticmethod
     def resolve_snapshot_url(obj):
-        return obj.snapshot.url if obj.snapshot_id else None
+        return mask_urls(obj.snapshot.url) if obj.snapshot_id else None
 
 
 class SnapshotSchema(Schema):
@@ -376,6 +407,10 @@ class SnapshotSchema(Schema):
     archive_path: str
     num_archiveresults: int
     archiveresults: list[ArchiveResultSchema]
+
+    @staticmethod
+    def resolve_url(obj):
+        return mask_urls(obj.url)
 
     @staticmethod
     def resolve_bookmarked_at(obj):
@@ -414,6 +449,7 @@ class SnapshotFilters(Schema):
     status: str | None = None
     title: str | None = None
     search: str | None = None
+    query_type: str | None = None
     created_at__gte: datetime | None = None
     created_at__lt: datetime | None = None
 
@@ -426,19 +462,29 @@ def get_snapshots(request: HttpRequest, filters: Query[SnapshotFilters], with_ar
     found = Snapshot.objects.prefetch_related("tags").order_by("-created_at")
     if filters.url:
         found = found.filter(url=filters.url)
+    searched = []
     if filters.tag:
-        found = found.filter(tags__name=filters.tag)
+        searched.append(search.with_tag(found, filters.tag))
+        found = searched[-1].snapshots
     if filters.status:
         found = found.filter(status=filters.status)
     if filters.title:
-        found = found.filter(title__icontains=filters.title)
+        searched.append(search.search(found, filters.title, "title"))
+        found = searched[-1].snapshots
     if filters.search:
-        found = found.filter(url__icontains=filters.search) | found.filter(title__icontains=filters.search)
+        # The web index's search box (all modes: URL, title, tags, archived text).
+        try:
+            searched.append(search.search(found, filters.search, filters.query_type or "all", settings.DATA_DIR / "search.sqlite3"))
+        except search.SearchError as err:
+            raise HttpError(422, str(err)) from None
+        found = searched[-1].snapshots
+    # Too common to count (core.search): the page's total says "more than" instead of scanning.
+    request.abx_at_least = max((part.at_least for part in searched), default=0)
     if filters.created_at__gte:
         found = found.filter(created_at__gte=filters.created_at__gte)
     if filters.created_at__lt:
         found = found.filter(created_at__lt=filters.created_at__lt)
-    return found.distinct()
+    return found
 
 
 @core_router.get("/snapshot/{snapshot_id}", response=SnapshotSchema, summary="One snapshot, with its results")
@@ -446,6 +492,19 @@ def get_snapshot(request: HttpRequest, snapshot_id: uuid.UUID, with_archiveresul
     require(request, "core.view_snapshot")
     request.with_archiveresults = with_archiveresults
     return get_object_or_404(Snapshot.objects.prefetch_related("tags"), pk=snapshot_id)
+
+
+@core_router.get("/snapshot/{snapshot_id}/wacz",
+                 summary="The snapshot's web archive as a WACZ file (its WARC records, pages.jsonl, CDXJ index)")
+def get_snapshot_wacz(request: HttpRequest, snapshot_id: uuid.UUID):
+    require(request, "core.view_snapshot")
+    snapshot = get_object_or_404(Snapshot, pk=snapshot_id)
+    try:
+        return wacz_download_response(snapshot)
+    except NothingToExport as err:
+        raise HttpError(404, str(err)) from None
+    except ExportFailed as err:
+        raise HttpError(500, str(err)) from None
 
 
 class SnapshotUpdateSchema(Schema):
@@ -505,7 +564,8 @@ def get_tags(request: HttpRequest):
 def get_archiveresults(request: HttpRequest, status: str | None = None, plugin: str | None = None,
                        snapshot_id: uuid.UUID | None = None):
     require(request, "core.view_archiveresult")
-    found = ArchiveResult.objects.select_related("snapshot").order_by("-created_at")
+    # Newest first by id (time-ordered): the primary key's index, or (status, id) and (plugin, id).
+    found = ArchiveResult.objects.select_related("snapshot").order_by("-id")
     if status:
         found = found.filter(status=status)
     if plugin:
@@ -533,6 +593,10 @@ class CrawlSchema(Schema):
     label: str
     config: dict
     num_snapshots: int
+
+    @staticmethod
+    def resolve_urls(obj):
+        return mask_urls(obj.urls)
 
     @staticmethod
     def resolve_num_snapshots(obj):

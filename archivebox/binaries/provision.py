@@ -40,7 +40,7 @@ from archivebox.binaries.models import Binary, BinaryGraph
 from archivebox.binaries.requests import BinaryRequest
 from archivebox.config import EngineConfig
 from archivebox.core.models import Machine, Process
-from archivebox.hooks.pythons import NoPython, find_python
+from archivebox.hooks.pythons import SITE_FOLDERS, NoPython, find_python, version_of
 from archivebox.process import runner
 from archivebox.transitions.cas import move
 
@@ -54,7 +54,7 @@ LEASE_MARGIN = 60.0
 # What the hooks' interpreter gets: abxpkg (which needs Python >= 3.12) and, with
 # ABX_PLUGINS, the abx-plugins package, whose plugins folder then joins the plugin dirs.
 RUNTIME_REQUIRES = ">=3.12"
-RUNTIME_PACKAGES = ("abxpkg>=1.13.71,<1.14",)
+RUNTIME_PACKAGES = ("abxpkg>=1.13.71,<1.14", "uv")  # uv: for hooks whose shebang is `uv run --script`
 ABX_PLUGINS_PACKAGE = "abx-plugins>=1.13.572,<1.14"
 # Written in the runtime's virtualenv after its packages installed: what it has.
 PACKAGES_MARKER = "archivebox-packages.txt"
@@ -163,7 +163,7 @@ def run_installer(cmd: list[str], label: str, env: dict[str, str], timeout: floa
     pwd = settings.DATA_DIR
     row, _ = runner.create(kind=Process.Kind.INSTALL, cmd=cmd, pwd=pwd, env=env, timeout=timeout, machine=machine, label=label)
     try:
-        running = runner.launch(row, env)
+        running = runner.launch(row, env, argv=cmd)
     except OSError as err:
         runner.close_unlaunched(row, unlaunched(f"could not start: {err}", interrupted=False))
         return None, "", f"could not start {cmd[0]}: {err}"
@@ -219,6 +219,8 @@ def release_requirements(plugins_dir: Path) -> list[str]:
     package = plugins_dir.parent
     if plugins_dir.name != "plugins" or package.name != "abx_plugins":
         return []
+    if package.parent.name in SITE_FOLDERS:
+        return []  # installed as a package: its hooks run under its environment's interpreter, which has them
     found = sorted(package.parent.glob("abx_plugins-*.dist-info/METADATA"))
     if not found:
         return []
@@ -243,10 +245,18 @@ def base_env(lib_dir: Path, environ: Mapping[str, str] | None = None) -> dict[st
     return {**runner.base_env(environ), **own, "ABXPKG_LIB_DIR": str(lib_dir)}
 
 
-def ensure_runtime(machine: Machine, config: EngineConfig, requires: str = RUNTIME_REQUIRES, force: bool = False) -> Runtime:
-    """The hooks' interpreter for ``requires``, created on first use (once per machine)."""
+def ensure_runtime(machine: Machine, config: EngineConfig, requires: str = RUNTIME_REQUIRES, force: bool = False,
+                   base: Path | None = None) -> Runtime:
+    """The hooks' interpreter for ``requires``, created on first use (once per machine).
+    ``base``: the interpreter to build it over (that of an environment a plugin folder is
+    installed in), instead of the one HOOK_PYTHON names or the newest found."""
     try:
-        base, version = find_python(requires or RUNTIME_REQUIRES, config.hook_python)
+        if base is not None:
+            version = version_of(base)
+            if version is None:
+                raise NoPython(f"{base} is not a Python interpreter this machine has")
+        else:
+            base, version = find_python(requires or RUNTIME_REQUIRES, config.hook_python)
     except NoPython as err:
         raise Unavailable(f"python: {err}") from None
     lib_dir = config.binaries_dir

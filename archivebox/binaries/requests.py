@@ -113,6 +113,27 @@ def with_node_fallback(request: BinaryRequest, lib_dir: Path) -> BinaryRequest:
                          {**request.overrides, "pip": pip}, request.postinstall_scripts, request.env_key)
 
 
+def deps_files(specs: tuple[str, ...], hook_dir: Path) -> tuple[Path, ...]:
+    """The files ``--deps-from`` specs name (relative ones from the hook's folder)."""
+    paths = []
+    for spec in specs:
+        raw_path = spec.strip().partition(":")[0]
+        paths.append(Path(raw_path) if Path(raw_path).is_absolute() else hook_dir / raw_path)
+    return tuple(dict.fromkeys(paths))
+
+
+def referenced_keys(files: tuple[Path, ...]) -> tuple[str, ...]:
+    """The config keys the ``{KEY}`` templates of these files refer to (their declarations
+    come out differently when those values do)."""
+    keys: set[str] = set()
+    for path in files:
+        try:
+            keys.update(TEMPLATE.findall(path.read_text()))
+        except OSError as err:
+            raise RequestError(f"--deps-from: cannot read {path}: {err}") from None
+    return tuple(sorted(keys))
+
+
 def read_deps_from(specs: tuple[str, ...], hook_dir: Path, values: Mapping[str, str], lib_dir: Path) -> list[BinaryRequest]:
     """Every binary the ``--deps-from`` specs declare, in order, without repeats."""
     requests: dict[tuple[str, str], BinaryRequest] = {}

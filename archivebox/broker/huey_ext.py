@@ -231,12 +231,19 @@ class ArchiveboxConsumer(Consumer):
     callbacks registered in ``huey.consumer_hooks`` let the engine keep a heartbeat and
     sweep orphans.
 
-    Only Huey's public consumer API is used: ``start``, ``loop`` and ``stop`` are extended,
-    and the two signals get handlers of this class installed when ``start`` begins and again
-    after Huey's ``start`` (which installs Huey's own), so a signal that comes while the
-    listeners start (a start-up sweep adopting hooks) still stops gracefully. A graceful stop is Huey's ``stop(graceful=True)``; a second signal raises
-    ``KeyboardInterrupt`` in it, which Huey answers by interrupting its workers.
-    ``graceful_signal="TERM"`` keeps Huey's own reading of SIGTERM the same as ours.
+    Huey's consumer methods ``start``, ``loop`` and ``stop`` are extended, and the two
+    signals get handlers of this class installed when ``start`` begins and again after
+    Huey's ``start`` (which installs Huey's own), so a signal that comes while the listeners
+    start (a start-up sweep adopting hooks) still stops gracefully. A graceful stop is Huey's
+    ``stop(graceful=True)``; a second signal raises ``KeyboardInterrupt`` in it, which Huey
+    answers by interrupting its workers. ``graceful_signal="TERM"`` keeps Huey's own reading
+    of SIGTERM the same as ours.
+
+    One thing Huey has no public API for: whether a graceful stop left a worker running (its
+    ``stop`` returns nothing either way). :meth:`workers_alive` reads the consumer's
+    undocumented ``worker_threads`` and ``environment.is_alive``, the names Huey's own
+    ``_join_workers`` uses; ``tests/test_tuning.py`` asserts both still exist and behave, so
+    an upgrade that moves them fails there (listed in :mod:`archivebox.tuning`).
     """
 
     STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -298,7 +305,8 @@ class ArchiveboxConsumer(Consumer):
                 listener.on_stop(clean)
 
     def workers_alive(self) -> bool:
-        """True if a worker still runs a task (a graceful stop that hit ``shutdown_timeout``)."""
+        """True if a worker still runs a task (a graceful stop that hit ``shutdown_timeout``).
+        Reads two undocumented consumer attributes (see the class docstring)."""
         return any(self.environment.is_alive(process) for _, process in self.worker_threads)
 
 

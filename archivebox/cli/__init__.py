@@ -7,10 +7,12 @@ Each subcommand lives in its own module with ``register(subparsers)`` and
 from __future__ import annotations
 
 import argparse
+import difflib
 import errno
 import importlib
 import logging
 import os
+import re
 import sys
 
 from django.conf import settings
@@ -22,7 +24,7 @@ from archivebox.config import ConfigError, resolve_data_dir
 logger = logging.getLogger(__name__)
 
 COMMANDS = ["init", "add", "status", "list", "update", "worker", "server", "purge", "manage", "search", "schedule", "persona", "remove",
-            "extract", "config", "install", "binary", "crawl", "snapshot", "archiveresult", "run", "version", "help", "shell"]
+            "extract", "config", "install", "binary", "crawl", "snapshot", "archiveresult", "run", "version", "help", "shell", "export"]
 # Commands that change the collection: refused at once on a read-only one.
 WRITING_COMMANDS = {"init", "add", "update", "worker", "server", "purge", "schedule", "remove", "extract", "install", "run"}
 
@@ -43,17 +45,37 @@ PASSTHROUGH = {"shell", "manage"}
 RECORD_COMMANDS = {"crawl", "snapshot", "archiveresult"}
 
 
+def summary(doc: str) -> str:
+    """A command's one-line help: the first sentence of its docstring, however it wraps."""
+    first = " ".join(doc.strip().split("\n\n")[0].split())
+    return plain(re.split(r"(?<=\.)\s(?=[A-Z])", first, maxsplit=1)[0].rstrip("."))
+
+
+def plain(text: str) -> str:
+    """Docstring markup as a terminal shows it: ``code`` as `code`."""
+    return text.replace("``", "`")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="archivebox", description="Self-hosted web archiver (it speaks ArchiveBox 0.9's command line).")
-    parser.add_argument("--version", "-v", action="version", version=__version__)
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser = argparse.ArgumentParser(prog="archivebox", description="Self-hosted web archiver (it speaks ArchiveBox 0.9's command line). "
+                                     "`archivebox COMMAND --help` tells more of each command.")
+    parser.add_argument("--version", "-v", action="version", version=f"archivebox {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
         module = importlib.import_module(f"archivebox.cli.cmd_{name}")
         aliases = [alias for alias, target in ALIASES.items() if target == name]
-        sub = subparsers.add_parser(name, aliases=aliases, help=module.__doc__.strip().splitlines()[0], description=module.__doc__)
+        sub = subparsers.add_parser(name, aliases=aliases, help=summary(module.__doc__), description=plain(module.__doc__),
+                                    formatter_class=argparse.RawDescriptionHelpFormatter)
         module.register(sub)
         sub.set_defaults(module=module)
     return parser
+
+
+def unknown_command(word: str) -> str:
+    """The one line for a command that does not exist, with the closest ones."""
+    close = difflib.get_close_matches(word, [*COMMANDS, *ALIASES], n=3, cutoff=0.6)
+    hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else f" (commands: {', '.join(COMMANDS)})"
+    return f"archivebox: error: no command {word!r}{hint}; `archivebox --help` lists them"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,6 +96,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"archivebox: error: {err}", file=sys.stderr)
         return 2
     parser = build_parser()
+    if command is None and not argv:
+        parser.print_help()  # `archivebox` alone: what it can do, not an error
+        return 0
+    if command is not None and command not in COMMANDS:
+        print(unknown_command(command), file=sys.stderr)
+        return 2
     if command in PASSTHROUGH:
         position = argv.index(command) + 1
         argv = [*argv[:position], "--", *argv[position:]]

@@ -25,11 +25,11 @@ from archivebox.cli.common import at_least, read_lines, setup_django
 from archivebox.cli.progress import Progress, crawl_counts
 from archivebox.cli.waiting import embedded_workers, wait_on_others
 from archivebox.core.models import ArchiveResult, Crawl, Machine
-from archivebox.core.urlinput import PARSERS
+from archivebox.core.urlinput import PARSERS, InputError, parse
 from archivebox.personas import store as persona_store
 from archivebox.personas.models import Persona
 from archivebox.core import diskspace, rowsql
-from archivebox.tasks.adding import AddError, AddOptions, NothingNew, add, parse_seconds, parse_size, read_seeds
+from archivebox.tasks.adding import AddError, AddOptions, NothingNew, add, check_depth, parse_seconds, parse_size, read_seeds
 
 
 def register(parser) -> None:
@@ -75,6 +75,15 @@ def gather(args) -> list[str]:
     if not args.urls and not args.file and not sys.stdin.isatty():
         texts.append(sys.stdin.read())
     return texts
+
+
+def has_url(text: str, parser: str) -> bool:
+    """Whether an argument holds a URL at all (valid or not): one that holds none is named, not
+    dropped in silence (``archivebox add URL "not a url"``)."""
+    try:
+        return bool(parse(text, parser))
+    except InputError:
+        return False
 
 
 def parse_config(pairs: list[str]) -> dict[str, str]:
@@ -130,13 +139,13 @@ def run(args) -> int:
     at_least(args.max_urls, 0, "--max-urls")
     try:
         options = options_of(args)
-        if not 0 <= options.depth <= 9:
-            raise AddError(f"--depth must be between 0 and 9, got {args.depth}")
+        check_depth(options.depth, "--depth")  # before the input is read
         setup_django()
         abx_plugins_ready()
         options.persona_config = persona_config(args.persona)
         texts = gather(args)
         seeds, errors = read_seeds(texts, args.parser)
+        errors += [f"no URL in {value!r}" for value in args.urls if value != "-" and not has_url(value, args.parser)]
         for error in errors:
             print(f"archivebox add: error: invalid URL: {error}", file=sys.stderr)
         if not seeds:

@@ -21,7 +21,7 @@ from archivebox.cli import CommandError
 from archivebox.config import CONFIG_FILENAME, ConfigError, read_config_file
 from archivebox.hooks import config as plugin_config
 from archivebox.hooks import keys as config_keys
-from archivebox.hooks.catalog import catalog
+from archivebox.core.reads import plugin_catalog
 
 
 def register(parser) -> None:
@@ -57,7 +57,7 @@ def current_values(known: dict, file_values: dict) -> dict[str, str]:
 
 def run(args) -> int:
     path = settings.DATA_DIR / CONFIG_FILENAME
-    known = config_keys.all_keys(catalog(settings.DATA_DIR, settings.PLUGIN_DIRS))
+    known = config_keys.all_keys(plugin_catalog())
     if args.set:
         return set_values(path, known, args.items)
     if args.reset:

@@ -18,7 +18,7 @@ from archivebox.cli.common import at_least, setup_django
 from archivebox.cli.waiting import run_until
 from archivebox.core.filters import FilterError, SnapshotFilter, select
 from archivebox.core.models import ArchiveResult, Snapshot
-from archivebox.hooks.catalog import catalog
+from archivebox.core.reads import plugin_catalog
 from archivebox.tasks.actions import rerun_plugins
 
 
@@ -55,7 +55,7 @@ def run(args) -> int:
         raise CommandError("--plugins is empty", code=2)
     filter_of(args)  # bad filter values are refused before the database is opened
     setup_django()
-    known = {name.lower() for name in catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).plugins}
+    known = {name.lower() for name in plugin_catalog().plugins}
     unknown = [p for p in plugins if p.lower() not in known]
     if unknown:
         raise CommandError(f"unknown plugin(s) {', '.join(unknown)} (available: {', '.join(sorted(known))})", code=2)

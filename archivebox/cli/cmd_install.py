@@ -15,7 +15,7 @@ import json
 
 from django.conf import settings
 
-from archivebox.binaries import hookrun, listing, provision
+from archivebox.binaries import hookrun, listing, provision, system
 from archivebox.binaries.models import Binary, BinaryGraph
 from archivebox.binaries.provision import Unavailable
 from archivebox.binaries.requests import BinaryRequest
@@ -24,8 +24,10 @@ from archivebox.cli.collection import initialize
 from archivebox.cli.common import is_initialized, setup_django
 from archivebox.core.models import Machine
 from archivebox.hooks import runtime
-from archivebox.hooks.catalog import catalog, layers
+from archivebox.core.reads import plugin_catalog
+from archivebox.hooks.catalog import layers
 from archivebox.hooks.config import to_env
+from archivebox.webarchive import replayenv
 
 MODELS = ("CrawlSetup", "Crawl", "Snapshot")
 
@@ -72,18 +74,18 @@ def dry_run(machine: Machine, requests: list[BinaryRequest], problems: list[str]
 
 def requests_to_install(machine: Machine, names: list[str]) -> tuple[list[BinaryRequest], list[str]]:
     """What to provision (without repeats), and the hooks whose declarations cannot be read."""
-    cat = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
+    plugins = plugin_catalog()
     config_layers = layers(file_values=settings.CONFIG_FILE_VALUES)
-    enabled = cat.enabled_plugins(config_layers)
+    enabled = plugins.enabled_plugins(config_layers)
     named = {name.lower() for name in names}
     match = wanted(names)
     found: dict[tuple[str, str], BinaryRequest] = {}
     problems = []
     for model in MODELS:
-        for hook in cat.all_hooks(model):
+        for hook in plugins.all_hooks(model):
             if hook.plugin not in enabled and hook.plugin.lower() not in named:
                 continue
-            env = to_env(cat.resolved(hook.plugin, [*config_layers, runtime.defaults(settings.DATA_DIR, machine.guid)]))
+            env = to_env(plugins.resolved(hook.plugin, [*config_layers, runtime.defaults(settings.DATA_DIR, machine.guid)]))
             try:
                 requests = hookrun.requests_for(hook, env, settings.ENGINE)
             except Unavailable as err:
@@ -125,8 +127,18 @@ def run(args) -> int:
             except Unavailable as err:
                 failures.append(str(err))
                 rows.extend(Binary.objects.filter(machine=machine, name=request.name, request_key=request.key))
+    if not args.names or {"pywb", "replay"} & {name.lower() for name in args.names}:
+        try:  # the replay environment (pywb), which the web archive's replay runs in
+            replayenv.ensure(machine, settings.ENGINE, force=args.force)
+        except Unavailable as err:
+            failures.append(str(err))
+        rows.extend(Binary.objects.filter(machine=machine, name=replayenv.NAME).order_by("-modified_at")[:1])
+    from_path = system_binaries(args.names)
+    failures += [f"{b.name}: {b.problem}" for b in from_path if b.problem]
     if args.json:
-        print(json.dumps({"binaries": [listing.as_json(row) for row in rows], "failed": failures}, indent=2))
+        print(json.dumps({"binaries": [listing.as_json(row) for row in rows], "failed": failures,
+                          "system": [{"name": b.name, "key": b.key, "path": b.path, "version": b.version(), "plugins": b.plugins,
+                                      "problem": b.problem} for b in from_path]}, indent=2))
     else:
         print(f"Binaries on {machine} (lib dir {settings.ENGINE.binaries_dir}):")
         for row in rows:
@@ -134,5 +146,23 @@ def run(args) -> int:
         for problem in problems:
             print(f"  ✗ {problem}")
         if not rows and not problems:
-            print("  none: no enabled plugin declares a binary")
+            print("  none to provision: the enabled plugins declare none")
+        if from_path:
+            print("Programs the built-in plugins run from this machine's PATH (install them with the system's packages):")
+        for found in from_path:
+            if found.path:
+                print(f"  ✓ {found.name:24} {found.version()[:40]:40} {found.path}  ({', '.join(found.plugins)}; {found.key})")
+            else:
+                print(f"  ✗ {found.name:24} {found.problem}  ({', '.join(found.plugins)}; {found.key})")
     return 1 if failures else 0
+
+
+def system_binaries(names: list[str]) -> list[system.SystemBinary]:
+    """The programs the enabled (or named) built-in plugins run from PATH."""
+    cat = plugin_catalog()
+    config_layers = layers(file_values=settings.CONFIG_FILE_VALUES)
+    named = {name.lower() for name in names}
+    found = system.used(cat, config_layers, cat.enabled_plugins(config_layers) | {p for p in cat.plugins if p.lower() in named})
+    if named:
+        found = [b for b in found if named & {b.name.lower(), b.key.lower(), b.key.removesuffix("_BINARY").lower(), *b.plugins}]
+    return found

@@ -21,13 +21,16 @@ import json
 import sys
 
 from django.conf import settings
+from django.utils import timezone
 
-from archivebox import __version__
+from archivebox import __version__, fulltext
 from archivebox.cli import CommandError, records
 from archivebox.cli.common import at_least, parse_uuid, setup_django
+from archivebox.core import hostleases
 from archivebox.core.filters import FILTER_TYPES, FilterError, SnapshotFilter, ordered, parse_when, select
-from archivebox.core.graphs import ArchiveResultGraph
+from archivebox.core.graphs import ArchiveResultGraph, SnapshotGraph
 from archivebox.core.models import Snapshot
+from archivebox.core.urlcheck import mask_urls
 
 CHUNK = 500
 CSV_COLUMNS = ("id", "timestamp", "url", "title", "status", "tags", "created_at", "bookmarked_at", "finished_at",
@@ -96,18 +99,24 @@ def has_filter(args) -> bool:
 
 
 def selected(spec: SnapshotFilter, sort: str = "", limit: int = 0, metadata_only: bool = False):
-    search_db = None if metadata_only else settings.DATA_DIR / "search.sqlite3"
+    search_db = None if metadata_only else fulltext.database(settings.DATA_DIR)
     try:
         return ordered(select(spec, search_db), sort, limit).prefetch_related("results", "tags")
     except FilterError as err:
         raise CommandError(str(err), code=2) from None
 
 
+def waiting(snapshot: Snapshot) -> str:
+    """Why a queued snapshot has not started yet, when its host holds it back ("" otherwise)."""
+    return hostleases.why_waiting(snapshot, timezone.now()) if snapshot.status == SnapshotGraph.queued else ""
+
+
 def snapshot_json(snapshot: Snapshot) -> dict:
-    return {
+    found = {
         "id": str(snapshot.id),
-        "url": snapshot.url,
+        "url": mask_urls(snapshot.url),
         "timestamp": records.timestamp_of(snapshot),
+        "host": snapshot.host,
         "status": snapshot.status,
         "depth": snapshot.depth,
         "title": snapshot.title,
@@ -118,10 +127,14 @@ def snapshot_json(snapshot: Snapshot) -> dict:
         "finished_at": snapshot.finished_at.isoformat() if snapshot.finished_at else None,
         "output_dir": snapshot.output_dir_relative,
         "results": [
-            {"plugin": r.plugin, "hook_name": r.hook_name, "status": r.status, "output_str": r.output_str, "attempts": r.attempts}
+            {"plugin": r.plugin, "hook_name": r.hook_name, "status": r.status, "output_str": mask_urls(r.output_str),
+             "attempts": r.attempts}
             for r in snapshot.results.all()
         ],
     }
+    if snapshot.status == SnapshotGraph.queued:
+        found["waiting"] = waiting(snapshot)
+    return found
 
 
 def column(snapshot: Snapshot, name: str) -> str:
@@ -131,6 +144,8 @@ def column(snapshot: Snapshot, name: str) -> str:
         return ",".join(sorted(tag.name for tag in snapshot.tags.all()))
     if name == "output_dir":
         return snapshot.output_dir_relative
+    if name == "url":
+        return mask_urls(snapshot.url)
     if name == "is_archived":
         return str(any(result.status == ArchiveResultGraph.succeeded for result in snapshot.results.all()))
     if name == "bookmarked_date":
@@ -190,7 +205,9 @@ def show(args, default: str) -> int:
         sys.stdout.write(html_index(snapshots))
     else:
         for snapshot in snapshots:
-            print(f"{snapshot.status:8} {snapshot.created_at:%Y-%m-%d %H:%M}  {snapshot.url}  {snapshot.title[:60]}")
+            why = waiting(snapshot)
+            print(f"{snapshot.status:8} {snapshot.created_at:%Y-%m-%d %H:%M}  {mask_urls(snapshot.url)}  {snapshot.title[:60]}"
+                  + (f"  [{why}]" if why else ""))
     return 0
 
 
@@ -210,11 +227,12 @@ def html_index(snapshots) -> str:
     for snapshot in snapshots:
         count += 1
         added = snapshot.bookmarked_at or snapshot.created_at
+        url = mask_urls(snapshot.url)
         tags = " ".join(f'<span class="tag">{e(tag.name)}</span>' for tag in snapshot.tags.all())
         rows.append(
             f'<tr><td>{added:%Y-%m-%d %H:%M}</td>'
-            f'<td><a href="{e(snapshot.output_dir_relative)}/index.html">{e(snapshot.title or snapshot.url)}</a> {tags}</td>'
-            f'<td><a href="{e(snapshot.url)}" rel="noreferrer">{e(snapshot.url)}</a></td><td>{e(snapshot.status)}</td></tr>')
+            f'<td><a href="{e(snapshot.output_dir_relative)}/index.html">{e(snapshot.title or url)}</a> {tags}</td>'
+            f'<td><a href="{e(url)}" rel="noreferrer">{e(url)}</a></td><td>{e(snapshot.status)}</td></tr>')
     generated = dt.datetime.now(dt.timezone.utc)
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Archived pages</title>

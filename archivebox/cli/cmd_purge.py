@@ -1,7 +1,8 @@
 """Delete what is older than a duration: task-monitor rows, exited Process rows and their log files.
 
 Example: `archivebox purge --older-than 7d` (units: s, m, h, d, w; e.g. 12h, 30m, 1d12h).
-Snapshots, results and archived files are never touched.
+Snapshots, results and archived files are never touched; files of originals kept after their
+snapshots were removed (warc/kept/) go once no other snapshot's revisit refers to them.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ def run(args) -> int:
     print(f"  task monitor: {report.monitor_tasks} task(s), {report.monitor_signals} signal(s)")
     print(f"  processes:    {report.processes} exited Process row(s)")
     print(f"  log files:    {report.log_files} file(s), {human_bytes(report.log_bytes)}")
+    print(f"  web archive:  {report.kept_warcs} kept WARC file(s) no revisit refers to any more, "
+          f"{human_bytes(report.kept_warc_bytes)}")
     if report.skipped_logs:
         print(f"  kept {len(report.skipped_logs)} log path(s) outside {settings.LOGS_DIR} (not deleted)")
     return 0

@@ -19,6 +19,7 @@ from archivebox.cli.cmd_list import add_filter_arguments, filter_of, has_filter,
 from archivebox.cli.common import setup_django
 from archivebox.cli.waiting import run_until
 from archivebox.core.models import ArchiveResult
+from archivebox.core.urlcheck import mask_urls
 from archivebox.tasks.actions import cancel_snapshot, remove_snapshots, running
 
 SHOWN = 10
@@ -56,7 +57,7 @@ def run(args) -> int:
                            "or pass --force to cancel them first")
     print(f"{len(ids)} snapshot(s) match:")
     for snapshot in snapshots[:SHOWN]:
-        print(f"  {snapshot.created_at:%Y-%m-%d %H:%M}  {snapshot.url}")
+        print(f"  {snapshot.created_at:%Y-%m-%d %H:%M}  {mask_urls(snapshot.url)}")
     if len(ids) > SHOWN:
         print(f"  ... and {len(ids) - SHOWN} more")
     if not args.yes and not confirm(len(ids)):

@@ -1,6 +1,6 @@
 """Archive URLs again and again, or update the whole collection, every day, week, month, or on a cron expression.
 
-`archivebox schedule --every=daily [--depth N] [--tag T] [--only-new] URL_OR_FILE` saves a
+`archivebox schedule --every=daily [--depth N] [--tag T] [--only-new] [-c KEY=VALUE] URL_OR_FILE` saves a
 schedule of those URLs (--add is optional, as in ArchiveBox 0.9); without a URL,
 `archivebox schedule --every=day` saves the collection's maintenance: each run does what
 `archivebox update` does (failed results retried, never-archived snapshots archived). The
@@ -20,12 +20,14 @@ from pathlib import Path
 from django.utils import timezone
 
 from archivebox.cli import CommandError, cmd_worker
+from archivebox.cli.cmd_add import parse_config
 from archivebox.cli.common import read_lines, setup_django
 from archivebox.core.models import Schedule
-from archivebox.core.models.schedule import BadSchedule, cron_of
+from archivebox.core.models.schedule import BadSchedule, cron_of, period_text
 from archivebox.core.urlcheck import InvalidURL, check_url
 from archivebox.core.urlinput import InputError, candidates
 from archivebox.tasks import schedules
+from archivebox.tasks.adding import AddError, check_depth, schedule_config
 
 
 def register(parser) -> None:
@@ -38,6 +40,8 @@ def register(parser) -> None:
     parser.add_argument("--only-new", action="store_true", default=None, help="each run adds only URLs not archived yet")
     parser.add_argument("--no-only-new", dest="only_new", action="store_false", default=None,
                         help="each run archives the URLs again (the default)")
+    parser.add_argument("--config", "-c", action="append", default=[], metavar="KEY=VALUE",
+                        help="config of each run's crawl, as `add -c` (e.g. PER_HOST_DELAY=2)")
     parser.add_argument("--show", action="store_true", help="list the schedules")
     parser.add_argument("--clear", action="store_true", help="delete every schedule")
     parser.add_argument("--run-all", action="store_true", help="run every schedule now, once (their next runs stay)")
@@ -76,14 +80,17 @@ def run(args) -> int:
             cron_of(args.every)
         except BadSchedule as err:
             raise CommandError(str(err), code=2) from None
-        if not 0 <= args.depth <= 9:
-            raise CommandError(f"--depth must be between 0 and 9, got {args.depth}", code=2)
+        try:
+            check_depth(args.depth, "--depth")
+            config = schedule_config(parse_config(args.config), args.depth)
+        except AddError as err:
+            raise CommandError(str(err), code=2) from None
     setup_django()
     if args.clear:
         count, _ = Schedule.objects.all().delete()
         say(f"Deleted {count} schedule(s).")
     if args.add:
-        add(args, say)
+        add(args, config, say)
     if args.run_all:
         run_all(say)
     if args.show:
@@ -93,11 +100,11 @@ def run(args) -> int:
     return 0
 
 
-def add(args, say) -> None:
+def add(args, config: dict, say) -> None:
     urls = urls_of(args.import_path) if args.import_path else []
     schedule = Schedule.objects.create(every=args.every, urls="\n".join(urls), depth=args.depth if urls else 0,
-                                       tags_str=args.tag if urls else "", only_new=bool(args.only_new))
-    when = f"every {schedule.every} ({schedule.cron}, UTC); next run {schedule.next_run_at:%Y-%m-%d %H:%M} UTC [{schedule.pk}]"
+                                       tags_str=args.tag if urls else "", only_new=bool(args.only_new), config=config)
+    when = f"{period_text(schedule.every)} ({schedule.cron}, UTC); next run {schedule.next_run_at:%Y-%m-%d %H:%M} UTC [{schedule.pk}]"
     if urls:
         say(f"Scheduled {len(urls)} URL(s) {when}")
     else:
@@ -127,5 +134,6 @@ def show(say) -> None:
     for s in rows:
         lines = s.urls.splitlines()
         what = (lines[0] + (f" (+{len(lines) - 1} more)" if len(lines) > 1 else "")) if lines else "update the whole collection"
-        say(f"{s.pk}  every {s.every:<10} next {s.next_run_at:%Y-%m-%d %H:%M} UTC  runs {s.runs}  "
-            f"depth {s.depth}{'  only-new' if s.only_new else ''}{'  disabled' if not s.enabled else ''}  {what}")
+        say(f"{s.pk}  {period_text(s.every):<10} next {s.next_run_at:%Y-%m-%d %H:%M} UTC  runs {s.runs}  "
+            f"depth {s.depth}{'  only-new' if s.only_new else ''}{'  disabled' if not s.enabled else ''}"
+            f"{''.join(f'  {k}={v}' for k, v in (s.config or {}).items())}  {what}")

@@ -17,10 +17,10 @@ import uuid
 
 from django.conf import settings
 
+from archivebox import fulltext
 from archivebox.cli import CommandError, cmd_list
 from archivebox.cli.common import at_least, setup_django
 from archivebox.core.filters import FULL_TEXT_LIMIT
-from archivebox.plugins.search import fts
 
 
 def register(parser) -> None:
@@ -68,11 +68,11 @@ def run(args) -> int:
 
 def full_text(text: str, raw: bool) -> dict[str, dict]:
     """``{snapshot id: {rank, snippet}}`` of the archived text's matches."""
-    query = text if raw else fts.literal_query(text)
+    query = text if raw else fulltext.literal_query(text)
     if not query:
         return {}
     try:
-        rows = fts.search(str(settings.DATA_DIR / "search.sqlite3"), query, limit=FULL_TEXT_LIMIT)
+        rows = fulltext.search(str(fulltext.database(settings.DATA_DIR)), query, limit=FULL_TEXT_LIMIT)
     except ValueError as err:
         raise CommandError(str(err), code=2) from None
     found = {}

@@ -1,9 +1,10 @@
-"""Show the state of the collection: its size, counts per state, the oldest due row, live workers.
+"""Show the state of the collection: its size, counts per state, the oldest due row, live workers,
+the hosts that are busy, resting after a 429/503 or booked ahead (and why, until when).
 
 The size is the index's and the archive folder's (walked for at most SIZE_BUDGET seconds:
-a larger archive is reported as "at least"), with the snapshot folders present and
-those no snapshot names (orphaned), the snapshots archived (one result succeeded) or not,
-and the users who can log in. Liveness comes from the database (orchestrator lease, worker
+a larger archive is reported as "at least"; `--exact` walks it all), with the snapshot
+folders present and those no snapshot names (orphaned), the snapshots archived (one result
+succeeded) or not (on a large collection only with `--exact`), and the users who can log in. Liveness comes from the database (orchestrator lease, worker
 heartbeats), so this works for workers on any machine. Exit code 0 either way; `--json`
 for scripts.
 """
@@ -19,25 +20,34 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from archivebox.core import counting
 from archivebox.core.graphs import ArchiveResultGraph, ProcessGraph
-from archivebox.binaries import listing
+from archivebox.binaries import listing, system
 from archivebox.broker import repair
 from archivebox.cli.common import setup_django
 from archivebox.cli.permissions import exposed
-from archivebox.cli.progress import by_status
+from archivebox.core import hostleases, robots
 from archivebox.core.models import ArchiveResult, Crawl, Lease, Machine, Process, Snapshot
+from archivebox.hooks.catalog import catalog, layers
 from archivebox.web.health import POOLS, liveness
 
 MODELS = [Crawl, Snapshot, ArchiveResult, Process]
-# How long the archive folder's size is counted before the report says "at least".
-SIZE_BUDGET = 10.0
+# States of rows that still have work to do (their graphs' non-final states).
+UNFINISHED = {model.__name__: set(model.graph.states) - set(model.graph.finals) for model in MODELS}
+# How long the archive folder's size is counted before the report says "at least"
+# (`--exact`: no limit), and up to how many snapshots the folders and the archived ones are
+# counted one by one (`--exact`: always); status answers within a second on any collection.
+SIZE_BUDGET = 0.5
+FEW_SNAPSHOTS = 50_000
 
 
-def tree_size(folder, budget: float = SIZE_BUDGET) -> tuple[int, bool]:
-    """Bytes of the files under ``folder`` (links not followed), and whether all were counted."""
-    total, pending, deadline = 0, [str(folder)], time.monotonic() + budget
+def tree_size(folder, budget: float | None = SIZE_BUDGET) -> tuple[int, bool]:
+    """Bytes of the files under ``folder`` (links not followed), and whether all were counted
+    within ``budget`` seconds (None: no limit)."""
+    total, pending = 0, [str(folder)]
+    deadline = None if budget is None else time.monotonic() + budget
     while pending:
-        if time.monotonic() > deadline:
+        if deadline is not None and time.monotonic() > deadline:
             return total, False
         try:
             entries = list(os.scandir(pending.pop()))
@@ -71,16 +81,22 @@ def folders_of(archive_dir, known_ids: set[str]) -> dict:
     return {"present": present, "orphaned": orphaned}
 
 
-def size_report() -> dict:
+def size_report(snapshots: int, exact: bool) -> dict:
+    """The index's and the archive's size; on a large collection (more than FEW_SNAPSHOTS
+    snapshots) the folders and the archived snapshots are counted only with ``exact``."""
     index = settings.DATA_DIR / "index.sqlite3"
     index_bytes = sum(p.stat().st_size for p in (index, index.with_name("index.sqlite3-wal")) if p.exists())
-    archive_bytes, complete = tree_size(settings.ARCHIVE_DIR)
-    known = {str(pk) for pk in Snapshot.objects.values_list("pk", flat=True).iterator(chunk_size=2000)}
-    archived = Snapshot.objects.filter(results__status=ArchiveResultGraph.succeeded).distinct().count()
+    archive_bytes, complete = tree_size(settings.ARCHIVE_DIR, None if exact else SIZE_BUDGET)
     users = get_user_model().objects.filter(is_active=True)
-    return {"index_bytes": index_bytes, "archive_bytes": archive_bytes, "archive_counted": complete,
-            "folders": folders_of(settings.ARCHIVE_DIR, known), "snapshots": len(known), "archived": archived,
-            "unarchived": len(known) - archived, "users": users.count(), "superusers": users.filter(is_superuser=True).count()}
+    report = {"index_bytes": index_bytes, "archive_bytes": archive_bytes, "archive_counted": complete, "snapshots": snapshots,
+              "folders": None, "archived": None, "unarchived": None, "users": users.count(),
+              "superusers": users.filter(is_superuser=True).count()}
+    if exact or snapshots <= FEW_SNAPSHOTS:
+        known = {str(pk) for pk in Snapshot.objects.values_list("pk", flat=True).iterator(chunk_size=2000)}
+        archived = Snapshot.objects.filter(results__status=ArchiveResultGraph.succeeded).distinct().count()
+        report.update(folders=folders_of(settings.ARCHIVE_DIR, known), snapshots=len(known), archived=archived,
+                      unarchived=len(known) - archived)
+    return report
 
 
 def human(size: int) -> str:
@@ -93,15 +109,18 @@ def human(size: int) -> str:
 
 def register(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--exact", action="store_true", help="count every row of large tables (slow on millions) instead of estimating")
 
 
-def gather() -> dict:
+def gather(exact: bool = False) -> dict:
     now = timezone.now()
-    report: dict = {"data_dir": str(settings.DATA_DIR), "models": {}, "oldest_due": None, "size": size_report()}
+    report: dict = {"data_dir": str(settings.DATA_DIR), "models": {}, "estimated": [], "oldest_due": None}
     oldest = []
     for model in MODELS:
-        counts = by_status(model.objects.all())
+        counts, is_exact = counting.by_status(model, exact=exact)
         report["models"][model.__name__] = {status: counts.get(status, 0) for status in model.graph.states if counts.get(status)}
+        if not is_exact:
+            report["estimated"].append(model.__name__)
         due = model.objects.filter(retry_at__lte=now)
         if model is Process:
             due = due.exclude(kind=Process.Kind.WORKER, status=ProcessGraph.running)  # a live worker's retry_at is its heartbeat
@@ -111,14 +130,26 @@ def gather() -> dict:
     if oldest:
         when, name, pk, status = min(oldest)
         report["oldest_due"] = {"model": name, "id": str(pk), "status": status, "overdue_seconds": round((now - when).total_seconds(), 3)}
+    report["size"] = size_report(sum(report["models"].get("Snapshot", {}).values()), exact)
     report.update(liveness(now))
     # Every running worker row in one list too (what scripts of earlier versions read).
     report["workers"] = [{**w, "pool": pool, "alive": True} for pool, ws in report["pools"].items() for w in ws] + \
                         [{**w, "alive": False} for w in report["stale_workers"]]
     report["busy_slots"] = Lease.objects.filter(key__startswith="slot:", expires_at__gte=now).count()
+    report["hosts"] = [{"host": h.name, "in_flight": h.in_flight, "strikes": h.strikes, "state": h.describe(now),
+                        "paused_until": h.paused_until.isoformat() if h.paused_until and h.paused_until > now else None,
+                        "reason": h.reason if h.paused_until and h.paused_until > now else ""}
+                       for h in hostleases.report(now)]
+    report["robots_skipped"] = robots.skipped()
     report["readable_by_others"] = exposed(settings.DATA_DIR)
     report["queue_files"] = queue_files(settings.QUEUE_DIR)
     report["binaries"] = listing.summary(Machine.current(settings.ENGINE.machine_id))
+    cat = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
+    config_layers = layers(file_values=settings.CONFIG_FILE_VALUES)
+    report["binaries"]["system"] = [{"name": b.name, "path": b.path, "plugins": b.plugins, "problem": b.problem}
+                                    for b in system.used(cat, config_layers, cat.enabled_plugins(config_layers))]
+    report["waiting"] = sum(n for name, counts in report["models"].items() if name != "Process"
+                            for status, n in counts.items() if status in UNFINISHED[name])
     return report
 
 
@@ -135,15 +166,23 @@ def _row(label: str, text: str) -> str:
 def format_report(report: dict) -> str:
     lines = [_row("Collection", report["data_dir"])]
     size = report["size"]
-    lines.append(_row("Index size", f"{human(size['index_bytes'])} (index.sqlite3): {size['snapshots']} snapshot(s), "
-                                    f"archived: {size['archived']}, unarchived: {size['unarchived']}"))
+    about = "~" if "Snapshot" in report["estimated"] else ""
+    archived = (f"archived: {size['archived']:,}, unarchived: {size['unarchived']:,}" if size["archived"] is not None
+                else "archived ones counted by `--exact`")
+    lines.append(_row("Index size", f"{human(size['index_bytes'])} (index.sqlite3): {about}{size['snapshots']:,} snapshot(s), {archived}"))
+    folders = (f"snapshot folders present: {size['folders']['present']:,}, orphaned: {size['folders']['orphaned']:,}"
+               if size["folders"] is not None else "folders counted by `--exact`")
     lines.append(_row("Archive size", f"{'' if size['archive_counted'] else 'at least '}{human(size['archive_bytes'])} in "
-                                      f"{settings.ARCHIVE_DIR} (snapshot folders present: {size['folders']['present']}, "
-                                      f"orphaned: {size['folders']['orphaned']})"))
+                                      f"{settings.ARCHIVE_DIR} ({folders})"))
     lines.append(_row("Users", f"{size['users']} user(s) can log in ({size['superusers']} superuser(s))"
                       if size["users"] else "none can log in yet: `archivebox manage createsuperuser`"))
     for name, counts in report["models"].items():
-        lines.append(_row(f"  {name}", ", ".join(f"{count} {status}" for status, count in counts.items()) or "none"))
+        # A large table's finished rows are estimated (see core.counting.by_status): "~12,800,000 succeeded".
+        about = "~" if name in report["estimated"] else ""
+        lines.append(_row(f"  {name}", ", ".join(f"{about if status not in UNFINISHED[name] else ''}{count:,} {status}"
+                                                 for status, count in counts.items()) or "none"))
+    if report["estimated"]:
+        lines.append("  (~: estimated from a sample of a large table; `archivebox status --exact` counts every row)")
     due = report["oldest_due"]
     lines.append(_row("Oldest due row", f"{due['model']} {due['id']} ({due['status']}), due {due['overdue_seconds']}s ago"
                       if due else "none (nothing is waiting)"))
@@ -157,10 +196,17 @@ def format_report(report: dict) -> str:
     if report["stale_workers"]:
         lines.append(_row("Stale workers", f"{len(report['stale_workers'])} (heartbeat expired; the loop closes their rows)"))
     lines.append(_row("Busy slots", str(report["busy_slots"])))
+    lines.append(_row("Hosts", f"{len(report['hosts'])} busy, resting or waited for" if report["hosts"] else "none busy"))
+    if report["robots_skipped"]:
+        lines.append(_row("  robots.txt", f"{report['robots_skipped']} outlink(s) skipped (ROBOTS_TXT): `archivebox list --status failed`"))
+    lines += [f"  - {h['host']}: {h['state']}" for h in report["hosts"]]
     binaries = report["binaries"]
-    lines.append(_row("Binaries", ", ".join(f"{count} {status}" for status, count in sorted(binaries["counts"].items()))
-                      + " on this machine (`archivebox binary list`)" if binaries["counts"] else "none provisioned yet"))
+    provisioned = ", ".join(f"{count} {status}" for status, count in sorted(binaries["counts"].items()))
+    lines.append(_row("Binaries", f"{provisioned} provisioned on this machine (`archivebox binary list`)" if provisioned
+                      else "none provisioned (no enabled plugin needs one installed)"))
     lines += [f"  - {failed['name']} failed: {failed['reason']}" for failed in binaries["failed"]]
+    lines += [f"  - {b['name']} from PATH: {b['path']} ({', '.join(b['plugins'])})" if b["path"] else
+              f"  - {b['name']} missing: {b['problem']} ({', '.join(b['plugins'])})" for b in binaries["system"]]
     for problem in report["queue_files"]["corrupted"]:
         lines.append(f"Warning: queue file {problem}: the next worker moves it aside and starts an empty one")
     if report["queue_files"]["moved_aside"]:
@@ -169,14 +215,18 @@ def format_report(report: dict) -> str:
     if report["readable_by_others"]:
         lines.append(f"Warning: other local users can read {', '.join(report['readable_by_others'])}: "
                      f"run `archivebox init` to make them private (chmod 700 the folder, 600 the files)")
-    if not report["healthy"]:
-        lines.append("Not all of orchestrator, ticks pool and side-effects pool are alive: run `archivebox worker` or "
-                     "`archivebox server`, or `huey_consumer archivebox.pools.ticks` and `huey_consumer archivebox.pools.sideeffects`.")
+    if not report["healthy"] and report["waiting"]:
+        lines.append(f"{report['waiting']} row(s) wait for workers, and not all of orchestrator, ticks pool and side-effects pool "
+                     "are alive: run `archivebox worker` or `archivebox server`, or `huey_consumer archivebox.pools.ticks` and "
+                     "`huey_consumer archivebox.pools.sideeffects`.")
+    elif not report["healthy"]:
+        lines.append("Nothing waits for workers (`archivebox add` runs its own while it archives; `archivebox server` or "
+                     "`archivebox worker` keep them running for scheduled crawls).")
     return "\n".join(lines)
 
 
 def run(args) -> int:
     setup_django()
-    report = gather()
+    report = gather(exact=args.exact)
     print(json.dumps(report, indent=2) if args.json else format_report(report))
     return 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from django.conf import settings
 from django.core.management import call_command
 
@@ -12,6 +14,7 @@ from archivebox.cli.permissions import tighten
 from archivebox.config import CONFIG_FILENAME
 from archivebox.core.models import Machine
 from archivebox.upgrade import run as upgrade
+from archivebox.webarchive import replayenv
 
 CONFIG_TEMPLATE = """# ArchiveBox configuration for this collection.
 # Keys set here apply unless the environment (or a crawl's own config) sets them.
@@ -46,6 +49,7 @@ def initialize(quiet: bool = False, quick: bool = False) -> int:
               f"({adopted.results} archive result(s)).")
     if not quiet:
         print(f"Initialized ArchiveBox collection in {settings.DATA_DIR}")
+    replay_environment(quiet=quiet)
     if settings.ENGINE.abx_plugins:
         try:
             runtime = provision.prepare_abx_plugins(Machine.current(settings.ENGINE.machine_id), settings.ENGINE)
@@ -54,6 +58,21 @@ def initialize(quiet: bool = False, quick: bool = False) -> int:
         if not quiet:
             print(f"abx-plugins installed for the hooks (Python {runtime.version}): {settings.ENGINE.abx_plugins_dir}")
     return 0
+
+
+def replay_environment(quiet: bool) -> None:
+    """Provision the replay environment (pywb) for this machine now, while the network may
+    be there: replay needs nothing from the network afterwards. Not having it is not fatal."""
+    machine = Machine.current(settings.ENGINE.machine_id)
+    if replayenv.installed(machine, settings.ENGINE) is not None:
+        return
+    if not quiet:
+        print("Installing the replay environment (pywb) for this machine, once...", flush=True)
+    try:
+        replayenv.ensure(machine, settings.ENGINE)
+    except provision.Unavailable as err:
+        print(f"archivebox init: warning: replay is unavailable until `archivebox install` can install it: {err}",
+              file=sys.stderr)
 
 
 def create(data_dir) -> None:

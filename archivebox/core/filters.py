@@ -6,14 +6,13 @@ prefixes); the other
 filters narrow further. Dates (``before``/``after``) compare with when the URL was
 bookmarked, as its import said, else when it was added; they accept a Unix timestamp or
 an ISO 8601 date. ``search`` matches the URL, title or a tag, and the full text the
-``search`` plugin indexed.
+``search`` plugin indexed (the search box's ``all`` mode: :mod:`archivebox.core.search`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import re
-import sqlite3
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,8 +21,8 @@ from pathlib import Path
 from django.db.models import Q, QuerySet
 from django.db.models.functions import Coalesce
 
+from archivebox.core import search
 from archivebox.core.models import Snapshot
-from archivebox.plugins.search import fts
 
 FILTER_TYPES = ("exact", "substring", "domain", "regex", "tag", "timestamp", "id")
 SORTABLE = ("created_at", "bookmarked_at", "added", "url", "title", "status", "finished_at", "modified_at", "depth", "timestamp")
@@ -83,7 +82,7 @@ def select(spec: SnapshotFilter, search_db: Path | None = None) -> QuerySet:
     if spec.url_prefix:
         snapshots = snapshots.filter(url__istartswith=spec.url_prefix)
     if spec.tag:
-        snapshots = snapshots.filter(tags__name__iexact=spec.tag)
+        snapshots = search.with_tag(snapshots, spec.tag).snapshots
     if spec.before:
         snapshots = snapshots.filter(added__lt=spec.before)
     if spec.after:
@@ -93,10 +92,11 @@ def select(spec: SnapshotFilter, search_db: Path | None = None) -> QuerySet:
     if spec.crawl_id:
         snapshots = snapshots.filter(crawl_id=spec.crawl_id)
     if spec.search:
-        matches = Q(url__icontains=spec.search) | Q(title__icontains=spec.search) | Q(tags__name__icontains=spec.search)
-        found = full_text_ids(spec.search, search_db) if search_db else []
-        snapshots = snapshots.filter(matches | Q(pk__in=found) if found else matches)
-    return snapshots.distinct() if spec.tag or spec.search or spec.filter_type == "tag" else snapshots
+        try:
+            snapshots = search.search(snapshots, spec.search, "all", search_db).snapshots
+        except search.SearchError as err:
+            raise FilterError(str(err)) from None
+    return snapshots.distinct() if spec.filter_type == "tag" else snapshots
 
 
 def ordered(snapshots: QuerySet, sort: str = "", limit: int = 0) -> QuerySet:
@@ -131,7 +131,7 @@ def _patterns(patterns: Sequence[str], filter_type: str) -> Q:
         elif filter_type == "timestamp":
             query |= _timestamp_match(pattern)
         else:
-            query |= _id_match(pattern)
+            query |= id_match(pattern)
     return query
 
 
@@ -147,8 +147,9 @@ def _timestamp_match(value: str) -> Q:
     return query | (Q(timestamp="") & Q(added=when))
 
 
-def _id_match(value: str) -> Q:
-    """A full snapshot id, or the first characters of one (as ``list`` shows them)."""
+def id_match(value: str) -> Q:
+    """A full id, or the first characters of one (as ``list`` shows them), of a snapshot (or of
+    any row keyed by a UUID)."""
     value = value.strip().lower()
     try:
         return Q(pk=uuid.UUID(value))
@@ -160,17 +161,6 @@ def _id_match(value: str) -> Q:
     low = uuid.UUID(hex_digits.ljust(32, "0"))
     high = uuid.UUID(hex_digits.ljust(32, "f"))
     return Q(pk__gte=low, pk__lte=high)
-
-
-def full_text_ids(text: str, search_db: Path) -> list[str]:
-    """Ids of the snapshots whose indexed text has every word of ``text``."""
-    query = fts.literal_query(text)
-    if not query:
-        return []
-    try:
-        return [uuid.UUID(row["snapshot_id"]) for row in fts.search(str(search_db), query, limit=FULL_TEXT_LIMIT)]
-    except (ValueError, sqlite3.Error) as err:
-        raise FilterError(f"full-text search failed: {err}") from None
 
 
 def snapshots_of_url(url: str) -> QuerySet:

@@ -8,20 +8,29 @@ far ahead rows wait when something else will wake them.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 from pathlib import Path
 
 from django.conf import settings
 
+from archivebox import hostrules
+from archivebox.core import robots
 from archivebox.core.models import ArchiveResult, Crawl, Snapshot
 from archivebox.hooks import config as plugin_config
-from archivebox.hooks.catalog import catalog, layers
+from archivebox.hooks.catalog import PluginCatalog, catalog, layers
 from archivebox.hooks.discovery import HookScript
 
 # Rows waiting for something that will wake them are parked this far ahead; the date is
 # only a safety net in case the wake-up is lost.
 PARK = dt.timedelta(hours=1)
+
+
+def plugin_catalog() -> PluginCatalog:
+    """The collection's plugins (the built-in ones, its ``plugins/`` folder and PLUGIN_DIRS'),
+    as this process sees them: the one way in for everything above the hooks layer."""
+    return catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
 
 
 def parked(now: dt.datetime) -> dt.datetime:
@@ -46,7 +55,7 @@ def expected_hooks(crawl: Crawl, snapshot: Snapshot | None = None) -> list[HookS
     if crawl_option(crawl, "INDEX_ONLY", snapshot):
         return []  # added to the index only: ``archivebox update`` runs its hooks later
     owner = "Snapshot" if snapshot is not None else "Crawl"
-    return catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).hooks_for(owner, owner_layers(crawl, snapshot))
+    return plugin_catalog().hooks_for(owner, owner_layers(crawl, snapshot))
 
 
 def results_of(owner_kind: str, owner_id):
@@ -63,7 +72,7 @@ def hook_of(result: ArchiveResult) -> tuple[str, str, str]:
 
 def find_hook(plugin: str, hook_name: str, owner: str) -> HookScript | None:
     """The hook script a :func:`hook_of` names, if it still exists."""
-    for hook in catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).all_hooks(owner):
+    for hook in plugin_catalog().all_hooks(owner):
         if hook.plugin == plugin and hook.hook_name == hook_name:
             return hook
     return None
@@ -79,3 +88,19 @@ def folder_size(path: Path) -> int:
             except OSError:
                 continue  # removed while we looked: it no longer counts
     return total
+
+
+def host_limits(crawl: Crawl, host: str) -> hostrules.HostLimits:
+    """The limits of ``host`` as ``crawl`` sees them (PER_HOST_SNAPSHOTS, PER_HOST_DELAY,
+    PER_HOST_LIMITS, and with ROBOTS_TXT the host's Crawl-delay when it is longer)."""
+    limits = hostrules.limits_for(host, crawl_option(crawl, "PER_HOST_SNAPSHOTS"), crawl_option(crawl, "PER_HOST_DELAY"),
+                                  hostrules.parse_limits(crawl_option(crawl, "PER_HOST_LIMITS")))
+    read = robots.rules(crawl.pk, host) if follows_robots(crawl) else None
+    if read is not None:
+        limits = dataclasses.replace(limits, delay=max(limits.delay, read.crawl_delay(crawl_option(crawl, "USER_AGENT") or "")))
+    return limits
+
+
+def follows_robots(crawl: Crawl) -> bool:
+    """ROBOTS_TXT applies to crawls that follow links (depth > 0)."""
+    return crawl.max_depth > 0 and bool(crawl_option(crawl, "ROBOTS_TXT"))

@@ -1,9 +1,15 @@
-"""The tick's hot path, as hand-written statements.
+"""The tick's hot path and the reads made on every hook run, as hand-written statements.
 
-Building a query with the ORM costs about 0.3 ms of Python per statement, more than the
-statement itself; ticks run thousands of times a second, so their claims and the
-transitions' compare-and-swap writes are written out here, in SQL that SQLite (3.35+)
-and Postgres both run. Everything else goes through the ORM.
+Building a query with the ORM costs about 0.3 ms of Python per statement (more on a busy
+machine), more than the statement itself. Ticks run thousands of times a second, so the
+dispatcher's and the tick's claims (:func:`dispatch_claim`, :func:`claim`, :func:`unclaim`),
+the due scans (which also make SQLite walk the due index), :func:`wake` and the
+compare-and-swap write (:func:`update`) are written out here, in SQL that SQLite (3.35+)
+and Postgres both run, with :func:`attach`, which loads a claimed batch's related rows;
+so are :func:`values` and :func:`load`, the reads that a hook run and the side effects
+that follow it make about a dozen times (archivebox.tuning, 3, says what each gains).
+Inserts (:func:`insert`, :func:`insert_new`) go through the ORM: their hand-written
+versions gained less than 1 %.
 """
 
 from __future__ import annotations
@@ -148,11 +154,30 @@ def wake(model, pks, now: dt.datetime) -> int:
 _LOOKUPS = {"": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">=", "in": "IN"}
 
 
+def _where(model, where: dict, params: list, db) -> str:
+    """The conditions of ``where`` ANDed, their parameters appended to ``params``. Keys are
+    field names with an optional ``__lt``/``__lte``/``__gt``/``__gte``/``__in``/``__isnull``."""
+    conditions = []
+    for key, value in where.items():
+        name, _, lookup = key.partition("__")
+        field = model._meta.get_field(name)
+        if lookup == "isnull":
+            conditions.append(f"{field.column} IS {'' if value else 'NOT '}NULL")
+        elif lookup == "in":
+            values_in = list(value)
+            conditions.append(f"{field.column} IN ({', '.join(['%s'] * len(values_in))})")
+            params += [field.get_db_prep_value(v, db) for v in values_in]
+        else:
+            conditions.append(f"{field.column} {_LOOKUPS[lookup]} %s")
+            params.append(field.get_db_prep_value(value, db))
+    return " AND ".join(conditions)
+
+
 def update(model, values: dict, where: dict, retry_at: tuple[dt.datetime, dt.datetime | None] | None = None) -> int:
     """``UPDATE model SET values WHERE where`` without the ORM's query building; returns the row count.
 
-    ``where`` keys are field names with an optional ``__lt``/``__lte``/``__gt``/``__gte``/``__in``.
-    ``retry_at=(now, next)`` sets retry_at to ``next``, or to ``now`` if the row was woken meanwhile.
+    ``where`` as :func:`_where` reads it. ``retry_at=(now, next)`` sets retry_at to ``next``,
+    or to ``now`` if the row was woken meanwhile.
     """
     db = db_connection()
     assignments, params = [], []
@@ -167,77 +192,37 @@ def update(model, values: dict, where: dict, retry_at: tuple[dt.datetime, dt.dat
         else:
             assignments.append("retry_at = CASE WHEN woken THEN %s ELSE %s END")
             params += [db_datetime(now, db), db_datetime(following, db)]
-    conditions = []
-    for key, value in where.items():
-        name, _, lookup = key.partition("__")
-        field = model._meta.get_field(name)
-        if lookup == "in":
-            values_in = list(value)
-            conditions.append(f"{field.column} IN ({', '.join(['%s'] * len(values_in))})")
-            params += [field.get_db_prep_value(v, db) for v in values_in]
-        else:
-            conditions.append(f"{field.column} {_LOOKUPS[lookup]} %s")
-            params.append(field.get_db_prep_value(value, db))
-    sql = f"UPDATE {model._meta.db_table} SET {', '.join(assignments)} WHERE {' AND '.join(conditions)}"
+    sql = f"UPDATE {model._meta.db_table} SET {', '.join(assignments)} WHERE {_where(model, where, params, db)}"
     with db.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.rowcount
 
 
 def insert(obj) -> None:
-    """``INSERT`` a new model instance as ``obj.save()`` would (its ``pre_save`` values, such
-    as ``auto_now`` dates, included) without the save machinery; a unique conflict raises
-    IntegrityError and leaves nothing behind."""
-    db = db_connection()
-    model = type(obj)
-    fields = model._meta.concrete_fields
-    params = [field.get_db_prep_save(field.pre_save(obj, True), db) for field in fields]
-    with db.cursor() as cursor:
-        cursor.execute(_insert_sql(model, 1), params)
-    obj._state.adding = False
-    obj._state.db = db.alias
+    """``INSERT`` a new model instance (its ``pre_save`` values, such as ``auto_now`` dates,
+    included) without ``save()``'s own work (the caller has fired the save hook already); a
+    unique conflict raises IntegrityError and leaves nothing behind."""
+    type(obj)._default_manager.bulk_create([obj])
 
 
 def insert_new(objs: list) -> None:
-    """``INSERT`` new instances of one model in one statement, as ``bulk_create(objs,
-    ignore_conflicts=True)`` would: a row whose unique key exists already is skipped (its
-    instance stays unsaved), the rest are written with their ``pre_save`` values."""
-    if not objs:
-        return
-    db = db_connection()
-    model = type(objs[0])
-    fields = model._meta.concrete_fields
-    for start in range(0, len(objs), INSERT_BATCH):
-        batch = objs[start:start + INSERT_BATCH]
-        params = [field.get_db_prep_save(field.pre_save(obj, True), db) for obj in batch for field in fields]
-        with db.cursor() as cursor:
-            cursor.execute(_insert_sql(model, len(batch), " ON CONFLICT DO NOTHING"), params)
+    """``INSERT`` new instances of one model, skipping a row whose unique key exists already
+    (its instance stays unsaved)."""
+    if objs:
+        type(objs[0])._default_manager.bulk_create(objs, batch_size=INSERT_BATCH, ignore_conflicts=True)
 
 
-def _insert_sql(model, rows: int, tail: str = "") -> str:
-    """``INSERT`` of ``rows`` rows of every concrete column of ``model``."""
-    key = ("insert", model, rows, tail)
-    sql = _SQL.get(key)
-    if sql is None:
-        fields = model._meta.concrete_fields
-        row = f"({', '.join(['%s'] * len(fields))})"
-        sql = _SQL[key] = (f"INSERT INTO {model._meta.db_table} ({', '.join(f.column for f in fields)}) "
-                           f"VALUES {', '.join([row] * rows)}{tail}")
-    return sql
-
-
-def values(model, names: tuple[str, ...], where: dict, order_by: str = "") -> list[tuple]:
-    """``SELECT names FROM model WHERE where``: converted values, without building a QuerySet."""
+def values(model, names: tuple[str, ...], where: dict, order_by: str = "", limit: int | None = None) -> list[tuple]:
+    """``SELECT names FROM model WHERE where [ORDER BY order_by] [LIMIT limit]``: converted
+    values, without building a QuerySet (``where`` as :func:`_where` reads it)."""
     db = db_connection()
     reader = _reader(model, names)
-    fields = reader.fields
-    conditions, params = [], []
-    for key, value in where.items():
-        field = model._meta.get_field(key)
-        conditions.append(f"{field.column} = %s")
-        params.append(field.get_db_prep_value(value, db))
-    order = f" ORDER BY {order_by}" if order_by else ""
-    sql = f"SELECT {', '.join(f.column for f in fields)} FROM {model._meta.db_table} WHERE {' AND '.join(conditions)}{order}"
+    params: list = []
+    sql = f"SELECT {reader.columns('')} FROM {model._meta.db_table} WHERE {_where(model, where, params, db)}"
+    if order_by:
+        sql += f" ORDER BY {order_by}"
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
     with db.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()

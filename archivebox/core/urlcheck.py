@@ -1,8 +1,15 @@
-"""Checking URLs given by users and by hooks."""
+"""Checking URLs given by users and by hooks, and hiding the credentials some carry.
+
+A URL may carry a password (``https://user:password@host/``) or a token
+(``https://token@host/``). The hooks get it as given (they need it to log in); everything
+the engine shows or stores for people to read (Process rows, hook logs, index files,
+``list``, the REST API, the admin, the web pages) shows it through :func:`mask_urls`.
+"""
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+import re
+from urllib.parse import unquote, urlsplit
 
 SCHEMES = ("http", "https")
 MAX_URL_LENGTH = 8192
@@ -41,3 +48,42 @@ def is_valid_url(raw: str) -> bool:
     except InvalidURL:
         return False
     return True
+
+
+# The user-information part of a URL anywhere in a text: ``scheme://user:password@``.
+URL_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^\s/@:]*)(?P<password>:[^\s/@]*)?@")
+MASK = "***"
+
+
+def mask_urls(value: str) -> str:
+    """``https://me:pw@host/`` -> ``https://me:***@host/``; a bare token (``https://tok@host``) ->
+    ``https://***@host``, wherever URLs appear in ``value``."""
+    def mask(match: re.Match) -> str:
+        if match["password"] is not None:
+            return f"{match['scheme']}{match['user']}:{MASK}@"
+        return f"{match['scheme']}{MASK}@"
+    return URL_USERINFO.sub(mask, value) if "@" in value else value
+
+
+def masked_json(value):
+    """``value`` (JSON-shaped: dicts, lists, strings) with every URL in its strings masked."""
+    if isinstance(value, str):
+        return mask_urls(value)
+    if isinstance(value, list):
+        return [masked_json(item) for item in value]
+    if isinstance(value, dict):
+        return {key: masked_json(item) for key, item in value.items()}
+    return value
+
+
+def url_secrets(url: str) -> tuple[str, ...]:
+    """The secrets a URL carries (its password, or a bare token), as written and decoded:
+    what must not be left in a log that printed the URL."""
+    if not url or "@" not in url:
+        return ()
+    found = set()
+    for match in URL_USERINFO.finditer(url):
+        secret = match["password"][1:] if match["password"] is not None else match["user"]
+        if secret:
+            found.update({secret, unquote(secret)})
+    return tuple(sorted(found, key=len, reverse=True))

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from archivebox import hostrules
 from archivebox.config import ConfigError
 from archivebox.hooks import config as plugin_config
 from archivebox.hooks.discovery import HookScript, find_hooks, find_plugins, plugin_dirs
@@ -180,7 +181,8 @@ class PluginCatalog:
 
     def validate(self, layers: Sequence[Mapping[str, Any]]) -> None:
         """Raise ConfigError (naming the key) if any enabled plugin's value is invalid."""
-        plugin_config.resolve(plugin_config.GLOBAL_SCHEMA, layers)
+        values = plugin_config.resolve(plugin_config.GLOBAL_SCHEMA, layers)
+        hostrules.parse_limits(values["PER_HOST_LIMITS"])
         plugin_config.url_filter(layers)
         for plugin in self.enabled_plugins(layers):
             plugin_config.resolve(self.schema(plugin), layers, plugin=plugin)

@@ -1,14 +1,18 @@
-"""Plugin configuration: each plugin's ``config.json`` is a JSONSchema of env var keys.
+"""Plugin configuration: each plugin's ``config.json`` is a JSON Schema of env var keys.
 
-Supported per key: ``type`` (boolean, integer, number, string, array, object, null, or a
-list of them), ``default``, ``x-aliases`` (other names accepted for the key) and
-``x-fallback`` (a more general key, such as ``TIMEOUT``, used when this one is not set),
-and these checks, enforced on every value (defaults included): ``enum``, ``const``,
-``minimum``/``maximum``, ``exclusiveMinimum``/``exclusiveMaximum``, ``multipleOf``
-(numbers); ``minLength``/``maxLength``, ``pattern`` (strings, a regex searched as
-JSONSchema says); ``minItems``/``maxItems``, ``uniqueItems``, ``items`` (arrays: each item
-checked against that schema). Other keywords (``description``, ``format``, ``x-...``)
-are documentation to the engine. A check's own value is checked when config.json is read.
+A key's schema gives its ``type`` (boolean, integer, number, string, array, object, null,
+or a list of them), its ``default``, and two ArchiveBox extensions: ``x-aliases`` (other
+names accepted for the key) and ``x-fallback`` (a more general key, such as ``TIMEOUT``,
+used when this one is not set). A value arrives as a string (from the environment, the
+config file, ``add -c``) or as JSON (a crawl's stored config): it is first read as the
+declared type (``"7"`` as 7, ``"a,b"`` or ``'["a","b"]'`` as a list, each item as its
+``items`` type), then validated against the key's schema by ``jsonschema`` (draft 7), so
+every keyword (``enum``, ``minimum``, ``pattern``, ``items``, ``required``, ``anyOf``, ...)
+is enforced on every value, defaults included; ``format`` documents a value and is not
+checked. A config.json is checked against its draft's meta-schema when it is read (a
+``pattern`` that is not a regular expression is refused then, not when a hook runs). An
+invalid value is one line naming the plugin, the key (``KEY[2]`` for an item) and the value,
+in the engine's words for the common keywords and jsonschema's for the others.
 
 A value is looked up in layers, most specific first: per-snapshot config, per-crawl
 config, the environment, the data dir's ``ArchiveBox.conf``. For one key the order is:
@@ -27,6 +31,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from jsonschema import Draft7Validator
+from jsonschema.exceptions import ValidationError, best_match
+from jsonschema.validators import validator_for
 
 from archivebox.config import ConfigError
 
@@ -50,6 +58,15 @@ GLOBAL_SCHEMA: dict[str, dict[str, Any]] = {
                       "description": "Seconds a crawl may run before its unfinished snapshots are cancelled (0 = no limit)"},
     "SNAPSHOT_MAX_SIZE": {"type": "integer", "default": 0, "minimum": 0,
                           "description": "Bytes; once a snapshot's folder is larger, its hooks not yet started are skipped (0 = no limit)"},
+    # Politeness (archivebox/hostrules.py): how hard one site is hit, per crawl.
+    "PER_HOST_SNAPSHOTS": {"type": "integer", "default": 4, "minimum": 1,
+                           "description": "Snapshots of one host archived at once (a host: the URL's host name)"},
+    "PER_HOST_DELAY": {"type": "number", "default": 0, "minimum": 0,
+                       "description": "Seconds between the starts of two snapshots of one host"},
+    "PER_HOST_LIMITS": {"type": "object", "default": {},
+                        "description": 'Limits of host patterns, e.g. {"*.example.com": {"snapshots": 1, "delay": 5}}'},
+    "ROBOTS_TXT": {"type": "boolean", "default": False,
+                   "description": "Crawls with depth > 0 skip outlinks robots.txt disallows and honour its Crawl-delay"},
 }
 
 _MISSING = object()
@@ -64,12 +81,27 @@ def load_schema(plugin_dir: Path) -> dict[str, dict[str, Any]]:
         schema = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise ConfigError(f"{path}: invalid config.json: {err}") from err
-    properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
-    if not isinstance(properties, dict):
-        raise ConfigError(f"{path}: 'properties' must be an object")
-    for key, spec in properties.items():
-        check_spec(f"{path}: {key}", spec)
-    return properties
+    if not isinstance(schema, dict):
+        return {}
+    check_schema(str(path), schema)
+    return schema.get("properties", {})
+
+
+def check_schema(where: str, schema: dict) -> None:
+    """Raise ConfigError, one line naming the key and the keyword, if ``schema`` (a whole
+    config.json) is not a valid JSON Schema (of the draft its ``$schema`` names, else draft 7),
+    or declares a key whose schema is not an object."""
+    cls = validator_for(schema, default=Draft7Validator)
+    meta = cls(cls.META_SCHEMA, format_checker=cls.FORMAT_CHECKER)  # checks that a "pattern" is a regex
+    error = best_match(meta.iter_errors(schema))
+    if error is not None:
+        path = [str(part) for part in error.absolute_path]
+        if path[:1] == ["properties"] and len(path) > 2:  # properties, the key, ..., the keyword
+            where, path = " ".join([f"{where}: {path[1]}", *path[2:-1]]), [repr(path[-1])]
+        raise ConfigError(f"{where}: {' '.join(path) or 'the file'} {_phrase(error)}, got {error.instance!r}")
+    for key, spec in schema.get("properties", {}).items():
+        if not isinstance(spec, dict):
+            raise ConfigError(f"{where}: {key}: the key's schema must be an object, got {spec!r}")
 
 
 @dataclass(frozen=True)
@@ -107,35 +139,6 @@ def load_meta(plugin_dir: Path) -> PluginMeta:
     if not isinstance(wait, bool):
         raise ConfigError(f"{path}: 'wait_for_background_cleanup' must be true or false, got {wait!r}")
     return PluginMeta(names["required_plugins"], wait, names["wait_for_plugins"])
-
-
-_NUMBER_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
-_COUNT_KEYWORDS = ("minLength", "maxLength", "minItems", "maxItems")
-
-
-def check_spec(where: str, spec: Any) -> None:
-    """Raise ConfigError if a key's schema is unusable (a check with a value of the wrong kind)."""
-    if not isinstance(spec, dict):
-        raise ConfigError(f"{where}: the key's schema must be an object")
-    for keyword in _NUMBER_KEYWORDS:
-        if keyword in spec and (isinstance(spec[keyword], bool) or not isinstance(spec[keyword], (int, float))):
-            raise ConfigError(f"{where}: {keyword!r} must be a number, got {spec[keyword]!r}")
-    if spec.get("multipleOf", 1) <= 0:
-        raise ConfigError(f"{where}: 'multipleOf' must be > 0, got {spec['multipleOf']!r}")
-    for keyword in _COUNT_KEYWORDS:
-        if keyword in spec and (isinstance(spec[keyword], bool) or not isinstance(spec[keyword], int) or spec[keyword] < 0):
-            raise ConfigError(f"{where}: {keyword!r} must be a non-negative integer, got {spec[keyword]!r}")
-    if "enum" in spec and not isinstance(spec["enum"], list):
-        raise ConfigError(f"{where}: 'enum' must be a list, got {spec['enum']!r}")
-    if "pattern" in spec:
-        if not isinstance(spec["pattern"], str):
-            raise ConfigError(f"{where}: 'pattern' must be a string, got {spec['pattern']!r}")
-        try:
-            re.compile(spec["pattern"])
-        except re.error as err:
-            raise ConfigError(f"{where}: 'pattern' {spec['pattern']!r} is not a valid regular expression: {err}") from None
-    if isinstance(spec.get("items"), dict):
-        check_spec(f"{where} items", spec["items"])
 
 
 def enabled_key(plugin: str) -> str:
@@ -190,66 +193,93 @@ def resolve_key(key: str, spec: Mapping[str, Any], layers: Sequence[Mapping[str,
 
 
 def coerce(key: str, spec: Mapping[str, Any], raw: Any) -> Any:
-    """Convert ``raw`` (a string from the environment, or a JSON value) to the key's type and
-    check it against the key's schema (see the module docstring for the keywords)."""
+    """Convert ``raw`` (a string from the environment, or a JSON value) to the key's type, then
+    validate it against the key's schema with jsonschema; ConfigError in one line naming the key
+    (or the item: ``KEY[2]``) and the value."""
+    value = _convert(key, spec, raw)
+    validator = _validator(spec)
+    if value is None or validator is None:
+        return value
+    error = best_match(validator.iter_errors(value))
+    if error is not None:
+        where = key + "".join(f"[{part}]" for part in error.absolute_path)
+        got = raw if not error.absolute_path else error.instance
+        raise ConfigError(f"{where}: {_phrase(error)}, got {got!r}")
+    return value
+
+
+def _convert(key: str, spec: Mapping[str, Any], raw: Any) -> Any:
+    """``raw`` as the first of the key's types it can be read as (``"type": ["integer", "null"]``),
+    each item of a list as the type its ``items`` schema declares."""
     kinds = spec.get("type", "string")
     kinds = list(kinds) if isinstance(kinds, list) else [kinds]
     unknown = [k for k in kinds if k not in _COERCE]
     if unknown or not kinds:
         raise ConfigError(f"{key}: unsupported type {', '.join(map(repr, unknown)) or repr(kinds)} in config.json")
-    value = _MISSING
-    for kind in kinds:  # a union type ("type": ["integer", "null"]) takes the first that fits
+    for kind in kinds:
         try:
             value = _COERCE[kind](raw)
             break
         except (TypeError, ValueError):
             continue
-    if value is _MISSING:
-        expected = " or ".join(_ARTICLE[k] for k in kinds)
-        raise ConfigError(f"{key}: expected {expected}, got {raw!r}")
-    if value is None:
-        return None
+    else:
+        raise ConfigError(f"{key}: expected {' or '.join(_ARTICLE[k] for k in kinds)}, got {raw!r}")
     if isinstance(value, list) and isinstance(spec.get("items"), dict):
-        value = [coerce(f"{key}[{i}]", spec["items"], item) for i, item in enumerate(value)]
-    problem = _violation(spec, value)
-    if problem:
-        raise ConfigError(f"{key}: {problem}, got {raw!r}")
+        value = [_convert(f"{key}[{i}]", spec["items"], item) for i, item in enumerate(value)]
     return value
 
 
-def _violation(spec: Mapping[str, Any], value: Any) -> str | None:
-    """What ``value`` (already of the key's type) breaks in ``spec``, or None."""
-    if "enum" in spec and value not in spec["enum"]:
-        return f"must be one of {spec['enum']}"
-    if "const" in spec and value != spec["const"]:
-        return f"must be {spec['const']!r}"
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if "minimum" in spec and value < spec["minimum"]:
-            return f"must be >= {spec['minimum']}"
-        if "maximum" in spec and value > spec["maximum"]:
-            return f"must be <= {spec['maximum']}"
-        if "exclusiveMinimum" in spec and value <= spec["exclusiveMinimum"]:
-            return f"must be > {spec['exclusiveMinimum']}"
-        if "exclusiveMaximum" in spec and value >= spec["exclusiveMaximum"]:
-            return f"must be < {spec['exclusiveMaximum']}"
-        if "multipleOf" in spec and not math.isclose(value / spec["multipleOf"], round(value / spec["multipleOf"]), abs_tol=1e-9):
-            return f"must be a multiple of {spec['multipleOf']}"
-    if isinstance(value, str):
-        if "minLength" in spec and len(value) < spec["minLength"]:
-            return f"must be at least {spec['minLength']} characters long"
-        if "maxLength" in spec and len(value) > spec["maxLength"]:
-            return f"must be at most {spec['maxLength']} characters long"
-        if "pattern" in spec and not re.search(spec["pattern"], value):
-            return f"must match the pattern {spec['pattern']!r}"
-    if isinstance(value, list):
-        if "minItems" in spec and len(value) < spec["minItems"]:
-            return f"must have at least {spec['minItems']} items"
-        if "maxItems" in spec and len(value) > spec["maxItems"]:
-            return f"must have at most {spec['maxItems']} items"
-        if spec.get("uniqueItems") and len({json.dumps(v, sort_keys=True) for v in value}) < len(value):
-            return "must not repeat an item"
-    return None
+# A validator per key schema, kept while the schema (an object the catalog keeps until a
+# config.json changes) is alive: building one costs more than using it. A schema that says
+# nothing beyond the type (which the conversion already guarantees) and annotations needs
+# none: most keys are like that, and config is resolved on every hook run and tick.
+_VALIDATORS: dict[int, tuple[Mapping, Draft7Validator | None]] = {}
+_VALIDATORS_MAX = 4096
+_ANNOTATIONS = frozenset({"type", "default", "description", "title", "examples", "format", "$comment",
+                          "readOnly", "writeOnly", "deprecated"})
 
+
+def _validator(spec: Mapping[str, Any]) -> Draft7Validator | None:
+    found = _VALIDATORS.get(id(spec))
+    if found is not None and found[0] is spec:
+        return found[1]
+    if len(_VALIDATORS) >= _VALIDATORS_MAX:
+        _VALIDATORS.clear()
+    checks = any(key not in _ANNOTATIONS and not key.startswith("x-") for key in spec)
+    validator = Draft7Validator(spec) if checks else None  # no format checker: "format" documents a value
+    _VALIDATORS[id(spec)] = (spec, validator)
+    return validator
+
+
+_KIND_NAMES = {"boolean": "true or false", "integer": "an integer", "number": "a number", "string": "a string",
+               "array": "a list", "object": "a JSON object", "null": "null"}
+_FORMATS = {"regex": "regular expression"}
+
+
+def _phrase(error: ValidationError) -> str:
+    """What ``error`` says the value must be, in the engine's words (jsonschema's for a keyword
+    not listed here)."""
+    limit = error.validator_value
+    kinds = limit if isinstance(limit, list) else [limit]
+    phrases = {
+        "enum": lambda: f"must be one of {limit}",
+        "const": lambda: f"must be {limit!r}",
+        "minimum": lambda: f"must be >= {limit}",
+        "maximum": lambda: f"must be <= {limit}",
+        "exclusiveMinimum": lambda: f"must be > {limit}",
+        "exclusiveMaximum": lambda: f"must be < {limit}",
+        "multipleOf": lambda: f"must be a multiple of {limit}",
+        "minLength": lambda: f"must be at least {limit} characters long",
+        "maxLength": lambda: f"must be at most {limit} characters long",
+        "pattern": lambda: f"must match the pattern {limit!r}",
+        "minItems": lambda: f"must have at least {limit} items",
+        "maxItems": lambda: f"must have at most {limit} items",
+        "uniqueItems": lambda: "must not repeat an item",
+        "type": lambda: "must be " + " or ".join(_KIND_NAMES.get(kind, repr(kind)) for kind in kinds),
+        "format": lambda: f"must be a valid {_FORMATS.get(limit, limit)}",
+    }
+    phrase = phrases.get(error.validator)
+    return phrase() if phrase else f"is invalid: {error.message}"
 
 def _to_bool(raw: Any) -> bool:
     if isinstance(raw, bool):

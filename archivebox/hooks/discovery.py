@@ -69,11 +69,6 @@ def parse_hook_name(path: Path, plugin: str) -> HookScript | None:
     )
 
 
-def extract_step(hook_name: str) -> int:
-    match = HOOK_NAME.match(hook_name)
-    return int(match["order"][0]) if match and match["order"] else 9
-
-
 def hook_order(hook_name: str) -> tuple[int, str]:
     """Where a hook comes in its owner's order: its full ``NN`` (99 without one), then its name,
     as abx-dl orders hooks."""

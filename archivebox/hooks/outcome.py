@@ -11,11 +11,14 @@ reason strings again.
 
 from __future__ import annotations
 
+import datetime as dt
 import enum
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from archivebox import hostrules
 
 # The exit code by which an abx-plugins hook says it had nothing to do (abx-dl's PROCESS_EXIT_SKIPPED).
 EXIT_SKIPPED = 10
@@ -23,6 +26,9 @@ EXIT_SKIPPED = 10
 # reported (abx-dl's polite cleanup exits): on its own, or by the SIGTERM or SIGINT it was sent
 # (as a signal, or as a shell reports it: 128 + the signal's number).
 POLITE_EXITS = frozenset({0, -2, -15, 130, 143})
+# The exit code by which a hook says the site asked it to slow down (sysexits' EX_TEMPFAIL),
+# with or without a record saying more (see :func:`rate_limit`).
+EXIT_RATE_LIMITED = 75
 # The statuses a hook's ArchiveResult record may report.
 REPORTED_STATUSES = frozenset({"succeeded", "failed", "skipped", "noresults"})
 
@@ -40,6 +46,7 @@ class Outcome(enum.Enum):
     KILLED_AT_CLEANUP = "killed_at_cleanup"  # stopped at its owner's cleanup, and it did not end within its grace
     INTERRUPTED = "interrupted"  # its worker stopped or died, or its browser went away: again, uncounted
     DISK_FULL = "disk_full"  # the disk was full: again once there may be space, uncounted
+    RATE_LIMITED = "rate_limited"  # the site answered 429/503: its host rests, then again, uncounted
 
 
 class Stopped(enum.Enum):
@@ -66,7 +73,8 @@ class Ending:
     """Everything known of how an attempt ended, for :func:`decide`.
 
     ``exit_code`` None: nobody could read it (its wrapper was killed too). The facts after
-    ``worker_gone`` are asked by the runner only of an attempt that did not exit 0."""
+    ``worker_gone`` are asked by the runner only of an attempt that did not exit 0.
+    ``now``: when it ended (a ``Retry-After`` date is read against it)."""
 
     exit_code: int | None
     stop: Stop | None = None
@@ -74,24 +82,30 @@ class Ending:
     browser_lost: bool = False
     disk_full: bool = False
     stderr_tail: str = ""
+    now: dt.datetime | None = None
 
 
 @dataclass(frozen=True)
 class AttemptOutcome:
     """The one judgement of an attempt. ``status``: the status its record reported
-    (REPORTED); ``reason``: why, in one line, where it did not succeed."""
+    (REPORTED); ``reason``: why, in one line, where it did not succeed; ``retry_after``:
+    the seconds a site that said "slow down" asked for (RATE_LIMITED; None if it did not say)."""
 
     kind: Outcome
     reason: str = ""
     status: str = ""
+    retry_after: float | None = None
 
     @property
     def counts(self) -> bool:
         """Whether the attempt counts towards the hook's attempts (an interruption does not)."""
-        return self.kind not in (Outcome.INTERRUPTED, Outcome.DISK_FULL)
+        return self.kind not in (Outcome.INTERRUPTED, Outcome.DISK_FULL, Outcome.RATE_LIMITED)
 
-    def to_json(self) -> dict[str, str]:
-        return {"kind": self.kind.value, "reason": self.reason, "status": self.status}
+    def to_json(self) -> dict[str, Any]:
+        stored: dict[str, Any] = {"kind": self.kind.value, "reason": self.reason, "status": self.status}
+        if self.retry_after is not None:
+            stored["retry_after"] = self.retry_after
+        return stored
 
     @classmethod
     def of(cls, result_json: Mapping[str, Any] | None) -> "AttemptOutcome | None":
@@ -99,7 +113,23 @@ class AttemptOutcome:
         stored = (result_json or {}).get("outcome")
         if not isinstance(stored, Mapping):
             return None
-        return cls(Outcome(stored["kind"]), stored.get("reason") or "", stored.get("status") or "")
+        return cls(Outcome(stored["kind"]), stored.get("reason") or "", stored.get("status") or "", stored.get("retry_after"))
+
+
+def rate_limit(exit_code: int | None, record: Mapping[str, Any] | None, now: dt.datetime) -> AttemptOutcome | None:
+    """RATE_LIMITED if the hook says the site asked it to slow down: its ArchiveResult record
+    has ``"http_status": 429`` or ``503`` (and a status other than succeeded), with the
+    site's ``"retry_after"`` if it sent one (seconds or an HTTP date, as the header said);
+    or it exited EXIT_RATE_LIMITED (75)."""
+    record = record or {}
+    status = record.get("http_status")
+    said = isinstance(status, int) and not isinstance(status, bool) and status in hostrules.RATE_LIMIT_STATUSES \
+        and record.get("status") != "succeeded"
+    if not said and exit_code != EXIT_RATE_LIMITED:
+        return None
+    retry_after = hostrules.retry_after_seconds(record.get("retry_after"), now)
+    words = str(record.get("output_str") or "").strip()[:200] or (f"HTTP {status}" if said else f"exit code {EXIT_RATE_LIMITED}")
+    return AttemptOutcome(Outcome.RATE_LIMITED, f"the site asked to slow down: {words}", retry_after=retry_after)
 
 
 # What a hook that cannot find a program it needs says (its shell, Python, or the hook itself).
@@ -122,7 +152,8 @@ def decide(ending: Ending, record: Mapping[str, Any] | None) -> AttemptOutcome:
     """The outcome of an attempt that ran, from how it ended and its ArchiveResult record
     (None if it printed none). In this order: its worker going away is never the hook's
     doing; a background service stopped at cleanup is judged by its record if it ended
-    politely; exit 10 is a skip; exit 0 is what its record says; then a lost browser, a
+    politely; a site that said "slow down" (:func:`rate_limit`) rests its host; exit 10 is
+    a skip; exit 0 is what its record says; then a lost browser, a
     full disk, the runner's reason to stop it, and last its own words."""
     stop = ending.stop
     if ending.worker_gone:
@@ -135,6 +166,9 @@ def decide(ending: Ending, record: Mapping[str, Any] | None) -> AttemptOutcome:
         if ending.exit_code == EXIT_SKIPPED:
             return AttemptOutcome(Outcome.SKIPPED, str((record or {}).get("output_str") or ""))
         return AttemptOutcome(Outcome.KILLED_AT_CLEANUP, f"{stop.text}, then exit code {ending.exit_code} (it did not stop within its grace)")
+    limited = rate_limit(ending.exit_code, record, ending.now or dt.datetime.now(dt.timezone.utc)) if stop is None else None
+    if limited is not None:
+        return limited
     if ending.exit_code == EXIT_SKIPPED:
         said = str((record or {}).get("output_str") or "") or ending.stderr_tail[:300]
         return AttemptOutcome(Outcome.SKIPPED, said or f"skipped (exit code {EXIT_SKIPPED})")

@@ -156,6 +156,11 @@ def _result(record: dict, hook_dir: Path, snap_dir: Path, report: HookReport) ->
         "output_str": output_str if isinstance(output_str, str) else json.dumps(output_str)[:1000],
         "output_json": record.get("output_json"),
     }
+    # A site that said "slow down" (hooks/outcome.py: rate_limit): its HTTP status and Retry-After.
+    if isinstance(record.get("http_status"), int) and not isinstance(record.get("http_status"), bool):
+        result["http_status"] = record["http_status"]
+    if isinstance(record.get("retry_after"), (str, int, float)) and not isinstance(record.get("retry_after"), bool):
+        result["retry_after"] = str(record["retry_after"])[:100]
     if status is not None and status not in RESULT_STATUSES:
         report.note(f"unknown result status {status!r}")
     candidates = [output_str, *(record.get("output_files") or [])] if isinstance(record.get("output_files"), list) else [output_str]

@@ -121,3 +121,30 @@ def find_python(requires: str, configured: str = "", environ: Mapping[str, str] 
     where = ", ".join(looked) if looked else "none on PATH or in pyenv"
     raise NoPython(f"no Python satisfying requires-python {requires} on this machine (found: {where}); "
                    f"install one or set HOOK_PYTHON")
+
+
+SITE_FOLDERS = ("site-packages", "dist-packages")
+
+
+def environment_of(path: Path) -> tuple[Path, Version] | None:
+    """The interpreter of the Python environment whose ``site-packages`` holds ``path`` (a
+    plugin folder installed as a package: ``<env>/lib/python3.12/site-packages/...``), and
+    its version; None if ``path`` is not inside one. Raises NoPython if it is, but the
+    environment has no interpreter this machine can run."""
+    real = path.resolve()
+    site = next((parent for parent in real.parents if parent.name in SITE_FOLDERS), None)
+    if site is None:
+        return None
+    lib = site.parent  # lib/python3.12 (or Debian's lib/python3)
+    prefix = lib.parent.parent
+    match = VERSIONED_NAME.match(lib.name)
+    names = [f"python{match[1]}.{match[2]}"] if match else []
+    for name in (*names, "python3", "python"):
+        exe = prefix / "bin" / name
+        if _runnable(exe):
+            version = version_of(exe)
+            if version is not None and (not match or (version.major, version.minor) == (int(match[1]), int(match[2]))):
+                return exe, version
+    if match:  # a user site (~/.local/lib/python3.12/site-packages): that version's interpreter
+        return find_python(f"=={match[1]}.{match[2]}.*")
+    raise NoPython(f"{site} belongs to no Python interpreter this machine can run (looked in {prefix / 'bin'})")

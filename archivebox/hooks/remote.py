@@ -11,7 +11,8 @@ the keys below, which choose among what the operator installed and configured:
 - ``<PLUGIN>_ENABLED``: turn an installed plugin on or off (boolean keys only);
 - ``TIMEOUT`` and ``<PLUGIN>_TIMEOUT``: how long hooks may run (integer keys only);
 - ``MAX_URLS``, ``CRAWL_TIMEOUT``, ``SNAPSHOT_MAX_SIZE``, ``ONLY_NEW``, ``INDEX_ONLY``;
-- ``PER_HOST_SNAPSHOTS``, ``PER_HOST_DELAY``: how gently the crawl treats each site;
+- ``PER_HOST_SNAPSHOTS``, ``PER_HOST_DELAY``, ``PER_HOST_LIMITS``: how gently the crawl treats
+  each site (they pace what runs, never change it);
 - ``PERSONA``: a persona by name (its cookies file and user agent are the server's own).
 
 Depth and tags are fields of the crawl, not config keys. The operator may allow more keys
@@ -20,13 +21,14 @@ with ``REMOTE_CONFIG_KEYS`` (comma-separated, in the environment or ``ArchiveBox
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from archivebox.config import ConfigError
 
 REMOTE_KEYS = frozenset({"PLUGINS", "TIMEOUT", "MAX_URLS", "CRAWL_TIMEOUT", "SNAPSHOT_MAX_SIZE", "ONLY_NEW", "INDEX_ONLY",
-                         "PER_HOST_SNAPSHOTS", "PER_HOST_DELAY", "PERSONA"})
+                         "PER_HOST_SNAPSHOTS", "PER_HOST_DELAY", "PER_HOST_LIMITS", "PERSONA"})
 
 # Key suffixes a remote caller may set, with the only schema type such a key may have.
 REMOTE_SUFFIXES = {"_ENABLED": "boolean", "_TIMEOUT": "integer"}
@@ -45,13 +47,15 @@ def refused_key(key: str, schemas: Mapping[str, Mapping[str, Any]], extra: Itera
 
 def as_text(key: str, value: Any) -> str:
     """A JSON value of a remote config key as the string ``add -c KEY=VALUE`` would give;
-    lists only for ``PLUGINS``."""
+    lists only for ``PLUGINS``, objects only for ``PER_HOST_LIMITS``."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float, str)):
         return str(value)
     if key == "PLUGINS" and isinstance(value, list) and all(isinstance(item, str) for item in value):
         return ",".join(value)
+    if key == "PER_HOST_LIMITS" and isinstance(value, dict):
+        return json.dumps(value)
     raise ConfigError(f"config key {key}: expected a string, number or boolean, got {type(value).__name__}")
 
 

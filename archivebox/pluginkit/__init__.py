@@ -2,12 +2,12 @@
 
 Any hook can use it, the built-in plugins and the ones in ``<data>/plugins`` alike::
 
-    from archivebox import pluginkit as kit
+    from archivebox import pluginkit
 
-    args = kit.start("myplugin")                  # argv, --url, MYPLUGIN_ENABLED
-    resp = kit.fetch(args["url"], timeout=kit.timeout_for("myplugin"))
-    kit.write_atomic("page.html", resp.body)
-    kit.finish("succeeded", "page.html")          # the final ArchiveResult record, exit 0
+    args = pluginkit.start("myplugin")                  # argv, --url, MYPLUGIN_ENABLED
+    resp = pluginkit.fetch(args["url"], timeout=pluginkit.timeout_for("myplugin"))
+    pluginkit.write_atomic("page.html", resp.body)
+    pluginkit.finish("succeeded", "page.html")          # the final ArchiveResult record, exit 0
 
 ``docs/plugins.md`` describes the hook contract this kit speaks. What is where:
 
@@ -15,14 +15,16 @@ Any hook can use it, the built-in plugins and the ones in ``<data>/plugins`` ali
   :func:`env_bool`, :func:`env_int`, :func:`env_list`, :func:`timeout_for`,
   :func:`net_options`, :func:`import_third_party`, :func:`env_float`
 - ``output``: :func:`emit`, :func:`emit_url`, :func:`finish` (final result, exit 0),
-  :func:`transient` (exit 1: retried later), :func:`log` (stderr), :func:`arm_timeout`
+  :func:`transient` (exit 1: retried later), :func:`rate_limited` (the site said 429/503:
+  exit 75, its host rests), :func:`log` (stderr), :func:`arm_timeout`
 - ``files``: the snapshot's folder: :func:`snap_dir`, :func:`sibling_path`,
   :func:`write_atomic`, :func:`write_json`, :func:`read_json`, :func:`find_document`,
   :func:`find_main_html`, :func:`load_html`, :func:`load_document`
 - ``net``: :func:`fetch` (urllib: redirects, one deadline, a size cap, TLS check
-  option), :class:`FetchError`, :func:`is_transient_status`
+  option), :class:`FetchError`, :class:`RateLimited`, :func:`is_transient_status`,
+  :func:`is_rate_limited`
 - ``markup``: :func:`decode_bytes` (charset), :func:`scan_html` (html.parser),
-  :func:`normalize_outlink`
+  :func:`normalize_outlink`, :func:`with_base` (a saved page's ``<base>``)
 - ``procs``: :func:`run_cmd` (own session, tree killed on timeout and SIGTERM),
   :func:`install_sigterm_handler`, :func:`which`
 - ``chrome``: the browser captures the ``chrome`` plugin made, as the capture plugins
@@ -45,9 +47,10 @@ from .files import (
     HTML_TYPES, Document, find_document, find_main_html, inside, is_html_type, load_document, load_html,
     read_file, read_json, rendered_dom, sibling_path, snap_dir, write_atomic, write_json,
 )
-from .markup import charset_of, collapse_ws, decode_bytes, normalize_outlink, scan_html, sniff_bytes
-from .net import DEFAULT_MAX_BYTES, MAX_REDIRECTS, FetchError, Response, fetch, is_transient_status
-from .output import arm_timeout, disarm_timeout, emit, emit_url, finish, log, transient
+from .markup import BASE_MARKER, charset_of, collapse_ws, decode_bytes, normalize_outlink, scan_html, sniff_bytes, with_base
+from .net import (DEFAULT_MAX_BYTES, MAX_REDIRECTS, RATE_LIMIT_STATUSES, FetchError, RateLimited, Response, fetch, is_rate_limited,
+                  is_transient_status)
+from .output import EXIT_RATE_LIMITED, arm_timeout, disarm_timeout, emit, emit_url, finish, log, rate_limited, transient
 from .procs import CmdResult, Terminated, install_sigterm_handler, kill_tree, run_cmd, which
 
 __all__ = [
@@ -57,8 +60,9 @@ __all__ = [
     "is_http_url", "net_options", "parse_args", "start", "timeout_for",
     "HTML_TYPES", "Document", "find_document", "find_main_html", "inside", "is_html_type", "load_document",
     "load_html", "read_file", "read_json", "rendered_dom", "sibling_path", "snap_dir", "write_atomic", "write_json",
-    "charset_of", "collapse_ws", "decode_bytes", "normalize_outlink", "scan_html", "sniff_bytes",
-    "DEFAULT_MAX_BYTES", "MAX_REDIRECTS", "FetchError", "Response", "fetch", "is_transient_status",
-    "arm_timeout", "disarm_timeout", "emit", "emit_url", "finish", "log", "transient",
+    "BASE_MARKER", "charset_of", "collapse_ws", "decode_bytes", "normalize_outlink", "scan_html", "sniff_bytes", "with_base",
+    "DEFAULT_MAX_BYTES", "MAX_REDIRECTS", "RATE_LIMIT_STATUSES", "FetchError", "RateLimited", "Response", "fetch",
+    "is_rate_limited", "is_transient_status",
+    "EXIT_RATE_LIMITED", "arm_timeout", "disarm_timeout", "emit", "emit_url", "finish", "log", "rate_limited", "transient",
     "CmdResult", "Terminated", "install_sigterm_handler", "kill_tree", "run_cmd", "which",
 ]

@@ -29,6 +29,8 @@ from websockets.exceptions import WebSocketException
 
 from .env import env_bool, env_float, env_int, env_str
 from .files import write_atomic
+from .markup import with_base
+from . import warc
 from .output import log
 from .procs import kill_tree
 
@@ -187,10 +189,13 @@ class Tab:
     Records what the page does in ``visit``. With a :class:`KeptTab`, it is the one the
     last run of the crawl left in the slot, if any, and may be left for the next."""
 
-    def __init__(self, client, visit, kept=None):
+    def __init__(self, client, visit, kept=None, recorder=None):
         self.client = client
         self.visit = visit
         self.kept = kept
+        self.recorder = recorder  # a warc.Recorder fed this tab's Network events, or None
+        if recorder is not None:
+            recorder.send = self.send
         self.context_id = self.target_id = self.session_id = None
         self.loaded = None  # a future, set by the main frame's load event
         self.crashed = None  # a future, set if the tab's renderer dies
@@ -201,7 +206,16 @@ class Tab:
         self.crashed = asyncio.get_running_loop().create_future()
         self.crashed.add_done_callback(lambda crash: crash.exception())  # read by send(), or by nobody
         self.watch()
-        setup = [self.send(domain + ".enable") for domain in ("Page", "Runtime", "Network", "Inspector")]
+        setup = [self.send(domain + ".enable") for domain in ("Page", "Runtime", "Inspector")]
+        if self.recorder is None:
+            setup.append(self.send("Network.enable"))
+        else:
+            # Bodies kept for the recorder up to its limits; every resource fetched from the
+            # network (no cache, no service worker answering), so every one is recorded.
+            setup += [self.send("Network.enable", {"maxTotalBufferSize": warc.MAX_TOTAL_BUFFER,
+                                                   "maxResourceBufferSize": warc.MAX_RESOURCE_BUFFER}),
+                      self.send("Network.setCacheDisabled", {"cacheDisabled": True}),
+                      self.send("Network.setBypassServiceWorker", {"bypass": True})]
         setup.append(self.send("Emulation.setDeviceMetricsOverride",
                                {**size, "deviceScaleFactor": 1, "mobile": False}))
         if user_agent:
@@ -237,8 +251,11 @@ class Tab:
         send = self.client.send
         # A context this run may pass on must outlive its connection; any other goes with
         # the connection, even if this hook is killed.
-        self.context_id = (await bounded(send.Target.createBrowserContext(
-            params={"disposeOnDetach": self.kept is None}), START_TIMEOUT))["browserContextId"]
+        params = {"disposeOnDetach": self.kept is None}
+        proxy = env_str("CHROME_PROXY_SERVER", "")
+        if proxy:  # this context's requests go through it (the browser's other contexts do not)
+            params.update(proxyServer=proxy, proxyBypassList="<-loopback>")
+        self.context_id = (await bounded(send.Target.createBrowserContext(params=params), START_TIMEOUT))["browserContextId"]
         if self.kept and not self.kept.write(self.context_id, None):  # named before its tab: a run killed
             self.kept = None                                           # now leaves the next run its context
         self.target_id = (await bounded(send.Target.createTarget(
@@ -260,6 +277,12 @@ class Tab:
         register.Runtime.exceptionThrown(self._for_tab(self._page_error))
         register.Network.requestWillBeSent(self._for_tab(self._request))
         register.Network.responseReceived(self._for_tab(self._response))
+        if self.recorder is not None:
+            register.Network.requestWillBeSentExtraInfo(self._for_tab(self.recorder.request_extra))
+            register.Network.responseReceivedExtraInfo(self._for_tab(self.recorder.response_extra))
+            register.Network.loadingFinished(self._for_tab(self.recorder.loading_finished))
+            register.Network.loadingFailed(self._for_tab(self.recorder.loading_failed))
+            register.Network.dataReceived(self._for_tab(self.recorder.data_received))
         register.Inspector.targetCrashed(self._for_tab(lambda event: self._gone("its renderer crashed")))
         register.Inspector.detached(self._for_tab(lambda event: self._gone(event.get("reason") or "detached")))
 
@@ -299,11 +322,15 @@ class Tab:
         return event.get("type") == "Document" and event.get("frameId") == self.target_id  # the main frame's id is its target's
 
     def _request(self, event):
+        if self.recorder is not None:
+            self.recorder.request_sent(event)
         redirect = event.get("redirectResponse")
         if redirect and self._is_main_document(event):
             self.visit.info["redirects"].append({"url": redirect["url"], "status": redirect["status"]})
 
     def _response(self, event):
+        if self.recorder is not None:
+            self.recorder.response_received(event)
         if self._is_main_document(event):
             self.visit.main_response = event["response"]
 
@@ -359,9 +386,11 @@ class Tab:
         return await self.evaluate("document.title", PROBE_TIMEOUT * 2)
 
     async def content(self):
-        """The document as it is now (after scripts), serialised with its doctype."""
+        """The document as it is now (after scripts), serialised with its doctype, with a
+        ``<base>`` naming its URL (see :func:`markup.with_base`)."""
         root = (await self.send("DOM.getDocument", {"depth": 0}))["root"]
-        return (await self.send("DOM.getOuterHTML", {"nodeId": root["nodeId"]}))["outerHTML"]
+        html = (await self.send("DOM.getOuterHTML", {"nodeId": root["nodeId"]}))["outerHTML"]
+        return with_base(html, root.get("documentURL") or root.get("baseURL") or self.visit.info.get("final_url") or "")
 
     async def mhtml(self):
         return (await self.send("Page.captureSnapshot", {"format": "mhtml"}))["data"]
@@ -503,7 +532,7 @@ class Launched:
         shutil.rmtree(self.profile, ignore_errors=True)
 
 
-async def visit_page(url, wanted, browser_source, deadline):
+async def visit_page(url, wanted, browser_source, deadline, recording=None):
     check_ssl = env_bool("CHROME_CHECK_SSL_VALIDITY", True, fallbacks=("CHECK_SSL_VALIDITY",))
     user_agent = env_str("CHROME_USER_AGENT", "", fallbacks=("USER_AGENT",)) or None
     options = (window_size(), user_agent, not check_ssl, load_cookies(env_str("COOKIES_FILE", "")))
@@ -516,9 +545,11 @@ async def visit_page(url, wanted, browser_source, deadline):
         client = CDPClient(endpoint, max_ws_frame_size=MAX_MESSAGE)
         await bounded(client.start(), START_TIMEOUT)
         try:
+            if recording is not None:
+                recording = dict(recording, info=await recording_info(client, recording["info"], user_agent))
             for attempt in range(1, RENDERER_TRIES + 1):
                 try:
-                    visit = await load_and_capture(client, url, wanted, options, deadline, kept)
+                    visit = await load_and_capture(client, url, wanted, options, deadline, kept, recording)
                 except RendererGone as err:
                     if attempt == RENDERER_TRIES or deadline - time.monotonic() < 10:
                         raise
@@ -533,12 +564,24 @@ async def visit_page(url, wanted, browser_source, deadline):
             launched.stop()
 
 
-async def load_and_capture(client, url, wanted, options, deadline, kept=None):
+async def recording_info(client, info, user_agent):
+    """The warcinfo fields of a recording: what the caller gave, and the browser's own."""
+    try:
+        version = await bounded(client.send.Browser.getVersion(), START_TIMEOUT)
+    except (asyncio.TimeoutError, RuntimeError) as err:
+        log(f"WARNING: cannot read the browser's version: {err}")
+        version = {}
+    return {**info, "browser": version.get("product", ""), "http-header-user-agent": user_agent or version.get("userAgent", "")}
+
+
+async def load_and_capture(client, url, wanted, options, deadline, kept=None, recording=None):
     """One page load in a tab (the slot's kept one, else a new one) and the captures made
-    from it. After a clean visit (loaded, no script stopped, no popup open, every capture
-    made) the tab is passed on through ``kept``; otherwise its context is disposed of."""
+    from it, recorded as WARC with ``recording`` ({"folder", "name", "info"}: see
+    :mod:`warc`). After a clean visit (loaded, no script stopped, no popup open, every
+    capture made) the tab is passed on through ``kept``; otherwise its context is disposed of."""
     visit = Visit(url)
-    tab = Tab(client, visit, kept)
+    recorder = warc.Recorder(**recording) if recording else None
+    tab = Tab(client, visit, kept, recorder)
     clean = False
     try:
         started = time.monotonic()
@@ -554,7 +597,14 @@ async def load_and_capture(client, url, wanted, options, deadline, kept=None):
         clean = (visit.info["loaded"] == "load" and not visit.info["scripts_stopped"]
                  and not any("error" in item for item in visit.info["captures"].values())
                  and all(popup["blocked"] for popup in visit.info["popups"]))
+        if recorder is not None:
+            await recorder.flush(max(1.0, deadline - time.monotonic() - 1))
+            path = recorder.close()
+            recorder = None
+            visit.info["warc"] = {"file": os.path.relpath(path), **tab.recorder.counts} if path else {"error": "nothing recorded"}
     finally:
+        if recorder is not None:  # cut short (the renderer went away, the time ran out): no recording
+            recorder.abandon()
         try:
             if await bounded(tab.close(pass_on=clean), PROBE_TIMEOUT * 2):
                 os.remove(TARGET_FILE)  # the engine closes the tab named there: this one lives on
@@ -650,13 +700,14 @@ class VisitFailed(Exception):
         self.permanent = permanent
 
 
-def visit(url, wanted, source, timeout):
+def visit(url, wanted, source, timeout, recording=None):
     """Load ``url`` once and write the ``wanted`` captures (names of :data:`CAPTURES`) in the
-    current folder, all within ``timeout`` seconds. ``source``: ``("cdp", endpoint)`` or
-    ``("launch", binary)``. Returns the :class:`Visit`; raises :class:`VisitFailed`."""
+    current folder, all within ``timeout`` seconds, recording the load as WARC when
+    ``recording`` says where ({"folder", "name", "info"}). ``source``: ``("cdp",
+    endpoint)`` or ``("launch", binary)``. Returns the :class:`Visit`; raises :class:`VisitFailed`."""
     deadline = time.monotonic() + timeout - 2
     try:
-        return asyncio.run(asyncio.wait_for(visit_page(url, wanted, source, deadline), timeout - 1))
+        return asyncio.run(asyncio.wait_for(visit_page(url, wanted, source, deadline, recording), timeout - 1))
     except asyncio.TimeoutError as err:
         step = f" (waiting for {err.args[0]})" if err.args else ""
         raise VisitFailed(f"timed out after {timeout}s{step}") from None

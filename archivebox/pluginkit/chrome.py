@@ -78,6 +78,10 @@ def file_capture(plugin, output_name, validate):
     status = visit.get("status")
     if isinstance(status, int) and status >= 400:
         finish("failed", f"{status} {visit.get('status_text') or ''}".strip())
+    if _content_type(visit) == "application/pdf":
+        # The browser shows a PDF in its viewer (a black page in a headless screenshot): it
+        # is not a page to capture. The PDF itself is the fetchers' (wget's) to keep.
+        finish("skipped", "the URL is a PDF (application/pdf): the browser shows it in a viewer, not as a page to capture")
     item = (visit.get("captures") or {}).get(plugin)
     if item is None:
         finish("failed", f"the chrome plugin made no {plugin} capture (was {plugin.upper()}_ENABLED false for it?)")
@@ -94,6 +98,12 @@ def file_capture(plugin, output_name, validate):
     if isinstance(detail, dict):
         summary.update(detail)
     finish("succeeded", output_name, summary)
+
+
+def _content_type(visit):
+    headers = visit.get("headers") or {}
+    value = next((v for k, v in headers.items() if str(k).lower() == "content-type"), "")
+    return str(value).split(";")[0].strip().lower()
 
 
 def _link(source, target):

@@ -182,7 +182,7 @@ def load_html(url, timeout, allow_fetch=True, max_bytes=DEFAULT_MAX_BYTES, user_
     ``"fetch"`` when fetched. Returns ``(None, None, reason)`` when nothing is
     available (no sibling output and ``allow_fetch`` is false, or the fetched
     document is not HTML / an HTTP error: ``reason`` says which). Network errors
-    raise :class:`FetchError`.
+    raise :class:`FetchError`; a site that says "slow down" raises :class:`RateLimited`.
     """
     doc = find_document()
     if doc is not None and doc.is_html:
@@ -195,6 +195,8 @@ def load_html(url, timeout, allow_fetch=True, max_bytes=DEFAULT_MAX_BYTES, user_
     if not allow_fetch:
         return None, None, "no saved HTML in this snapshot"
     resp = fetch(url, timeout=timeout, max_bytes=max_bytes, user_agent=user_agent, check_ssl=check_ssl)
+    if resp.rate_limit():
+        raise resp.rate_limit()
     if is_transient_status(resp.status):
         raise FetchError(f"HTTP {resp.status_text} (may recover: retry later)")
     if resp.status >= 400:
@@ -211,7 +213,7 @@ def load_document(url, timeout, allow_fetch=True, max_bytes=DEFAULT_MAX_BYTES, u
     Read from wget's output when present (content type from wget's log or
     ``headers.json``), else fetched. Returns ``(None, None, None, reason)`` for
     an HTTP error or when nothing is available; network errors raise
-    :class:`FetchError`.
+    :class:`FetchError`, a 429/503 :class:`RateLimited`.
     """
     doc = find_document()
     if doc is not None and doc.source == "wget":
@@ -219,6 +221,8 @@ def load_document(url, timeout, allow_fetch=True, max_bytes=DEFAULT_MAX_BYTES, u
     if not allow_fetch:
         return None, None, None, "no saved document in this snapshot"
     resp = fetch(url, timeout=timeout, max_bytes=max_bytes, user_agent=user_agent, check_ssl=check_ssl)
+    if resp.rate_limit():
+        raise resp.rate_limit()
     if is_transient_status(resp.status):
         raise FetchError(f"HTTP {resp.status_text} (may recover: retry later)")
     if resp.status >= 400:

@@ -192,3 +192,26 @@ def normalize_outlink(href, base_url):
     if " " in absolute:
         absolute = absolute.replace(" ", "%20")
     return absolute
+
+
+BASE_MARKER = "data-archivebox-base"
+
+
+def with_base(html, url):
+    """``html`` with ``<base href=url data-archivebox-base>`` first in its head, so that its
+    relative URLs resolve against the page's own URL wherever the file is opened (a saved
+    DOM otherwise resolves them against its own folder). A document that has a ``<base>``
+    already is left as it is. The marker lets a viewer point the base elsewhere (the web
+    UI points it at the page's replay from the web archive)."""
+    import re
+    from html import escape
+
+    if not url or re.search(r"<base\b", html[:200000], re.IGNORECASE):
+        return html
+    tag = f'<base href="{escape(url, quote=True)}" {BASE_MARKER}>'
+    head = re.search(r"<head\b[^>]*>", html[:200000], re.IGNORECASE)
+    if head:
+        return html[:head.end()] + tag + html[head.end():]
+    opening = re.search(r"<html\b[^>]*>", html[:200000], re.IGNORECASE)
+    at = opening.end() if opening else 0
+    return html[:at] + f"<head>{tag}</head>" + html[at:]

@@ -8,7 +8,8 @@ gzip/deflate bodies decoded, and every HTTP status returned as a :class:`Respons
 garbage responses, the deadline) raise :class:`FetchError`. Proxies come from the usual
 ``http_proxy``/``https_proxy``/``no_proxy`` variables.
 
-Which HTTP errors are worth retrying is :func:`is_transient_status`.
+Which HTTP errors are worth retrying is :func:`is_transient_status`; a site that says
+"slow down" (429, 503) is :func:`is_rate_limited` (``Response.rate_limit``).
 """
 
 from .env import DEFAULT_USER_AGENT
@@ -20,6 +21,24 @@ CHUNK = 64 * 1024
 
 class FetchError(OSError):
     """A network-level failure (DNS, refused, reset, timeout, TLS, bad response)."""
+
+
+class RateLimited(FetchError):
+    """The site answered 429 or 503 ("slow down"); ``retry_after`` is its Retry-After
+    header as sent (None if it sent none). Report it with :func:`rate_limited`."""
+
+    def __init__(self, status, retry_after, url):
+        super().__init__(f"HTTP {status} from {url}: the site asks to slow down")
+        self.status = status
+        self.retry_after = retry_after
+
+
+RATE_LIMIT_STATUSES = (429, 503)
+
+
+def is_rate_limited(status):
+    """429 Too Many Requests and 503 Service Unavailable: the site asks to slow down."""
+    return status in RATE_LIMIT_STATUSES
 
 
 class Response:
@@ -46,6 +65,12 @@ class Response:
     @property
     def content_type(self):
         return self.header("content-type")
+
+    def rate_limit(self):
+        """:class:`RateLimited` for a 429/503 response (to raise or report), else None."""
+        if not is_rate_limited(self.status):
+            return None
+        return RateLimited(self.status, self.header("retry-after"), self.url)
 
     @property
     def status_text(self):

@@ -51,6 +51,28 @@ def transient(message, exit_code=1):
     sys.exit(exit_code)
 
 
+# The exit code of a hook the site told to slow down (sysexits' EX_TEMPFAIL): see rate_limited.
+EXIT_RATE_LIMITED = 75
+
+
+def rate_limited(status, retry_after=None, output_str=None, output_json=None):
+    """The site answered 429 or 503 ("slow down"): report it and exit 75.
+
+    The record carries ``http_status`` and the site's ``Retry-After`` as it was sent
+    (seconds or an HTTP date); the engine then rests the site's host for that long (or
+    backs off), retries this hook after the rest without counting the attempt, and starts
+    nothing else of that host meanwhile."""
+    record = {"type": "ArchiveResult", "status": "failed", "http_status": status,
+              "output_str": output_str or f"HTTP {status}: the site asks to slow down"}
+    if retry_after not in (None, ""):
+        record["retry_after"] = str(retry_after).strip()
+    if output_json is not None:
+        record["output_json"] = output_json
+    log(f"ERROR: {record['output_str']}" + (f" (Retry-After: {record['retry_after']})" if "retry_after" in record else ""))
+    emit(record)
+    sys.exit(EXIT_RATE_LIMITED)
+
+
 def arm_timeout(seconds, what="hook"):
     """Exit non-zero (transient failure) if this process is still running after ``seconds``.
 

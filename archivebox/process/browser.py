@@ -272,10 +272,6 @@ class Browser:
         except OSError as err:
             logger.warning("could not close tab %s: %s", target_id, err)
 
-    def in_use(self) -> int:
-        with self._cond:
-            return len(self._slots)
-
     def current(self) -> Process | None:
         """The Process row of the running browser, if any."""
         with self._cond:

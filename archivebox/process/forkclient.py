@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import secrets
 import socket
 import subprocess
@@ -23,12 +24,22 @@ from django.conf import settings
 
 from archivebox.core.models import Machine, Process
 from archivebox.process import runner
+from archivebox.process import forkserver
 from archivebox.process.forkserver import GO
 from archivebox.process.registry import current_worker
 
 logger = logging.getLogger(__name__)
 
 START_TIMEOUT = 10.0
+# What the built-in hooks import: their kit (``archivebox.pluginkit``, whose modules import
+# only os and sys at load time), urllib.request for its HTTP client and psutil for killing
+# a program's tree. Every preloaded module is resident in every forked hook (urllib.request
+# with http.client and email: about 1.8 MB), but a hook that needs it would otherwise import
+# it itself, paying the same memory plus 10-20 ms of CPU. Libraries that only some hooks
+# use (readability: lxml; the browser hook: asyncio and its CDP client) are not preloaded
+# up front: a script names them in its own FORKSERVER_PRELOAD (see forkserver.ScriptCache),
+# or the FORKSERVER_PRELOAD setting names them for every fork server.
+ENGINE_PRELOAD = ("urllib.request", "http.client", "psutil", "archivebox.pluginkit")
 # How often a hook whose fork server died is checked for its exit.
 ORPHAN_POLL = 0.05
 # After the server failed to start, hooks run in fresh interpreters for this long.
@@ -160,7 +171,18 @@ def _details(argv: Sequence[str], cwd: str, env: Mapping[str, str], stdout: Path
 
 
 class ForkClient:
-    def __init__(self):
+    """One fork server of this worker, started on first use (again if it died).
+
+    ``interpreter`` None: the engine's own (``python -I``), for the built-in hooks. Else a
+    third-party hook's interpreter, whose children become what ``python script.py`` would
+    be (:data:`forkserver.AS_SCRIPT`); ``startup_env``: the variables that interpreter reads
+    at start-up (``PYTHONPATH``, locale, ...), which its hooks share."""
+
+    def __init__(self, interpreter: str | None = None, startup_env: Mapping[str, str] | None = None,
+                 preload: Sequence[str] = ENGINE_PRELOAD):
+        self.interpreter = interpreter
+        self.startup_env = dict(startup_env or {})
+        self.preload = tuple(preload)
         self._lock = threading.Lock()
         self._address: bytes | None = None
         self._row: Process | None = None
@@ -217,12 +239,19 @@ class ForkClient:
             if time.monotonic() - self._failed_at < RETRY_START_AFTER:
                 raise ForkServerError("the fork server failed to start recently")
             address = f"\0archivebox-forkserver-{os.getpid()}-{secrets.token_hex(6)}".encode()
-            cmd = [sys.executable, "-I", "-m", "archivebox.process.forkserver", address.hex(), str(os.getpid())]
-            env = runner.base_env()
-            if settings.ENGINE.forkserver_preload:
-                env["FORKSERVER_PRELOAD"] = ",".join(settings.ENGINE.forkserver_preload)
+            if self.interpreter is None:
+                cmd = [sys.executable, "-I", "-m", "archivebox.process.forkserver", address.hex(), str(os.getpid())]
+                label = "fork server"
+            else:
+                # -P: no folder of the server's own on sys.path (each child puts its script's first).
+                cmd = [self.interpreter, "-P", forkserver.__file__, address.hex(), str(os.getpid()), forkserver.AS_SCRIPT]
+                label = f"fork server {self.interpreter}"
+            env = {**runner.base_env(), **self.startup_env}
+            preload = [*self.preload, *settings.ENGINE.forkserver_preload]
+            if preload:
+                env["FORKSERVER_PRELOAD"] = ",".join(preload)
             row, _ = runner.create(kind=Process.Kind.FORKSERVER, cmd=cmd, pwd=str(settings.DATA_DIR), env=env, timeout=None,
-                                   machine=Machine.current(settings.ENGINE.machine_id), parent=current_worker(), label="fork server")
+                                   machine=Machine.current(settings.ENGINE.machine_id), parent=current_worker(), label=label[:255])
             running = runner.launch(row, env)
             deadline = time.monotonic() + START_TIMEOUT
             while True:
@@ -248,11 +277,54 @@ CLIENT = ForkClient()
 
 
 def spawn_held(cmd: list, cwd: str, env: Mapping[str, str], stdout: Path, stderr: Path):
-    """A :data:`runner.Spawner` for a Python hook (``[python, -I, script, args...]``): a held
-    fork of the pre-warmed server; a fresh interpreter behind :data:`runner.GATE` (held the
-    same way) if the server is unavailable."""
+    """A :data:`runner.Spawner` for a built-in Python hook (``[python, -I, script, args...]``):
+    a held fork of the pre-warmed server; a fresh interpreter behind :data:`runner.GATE`
+    (held the same way) if the server is unavailable."""
     try:
         return CLIENT.spawn_held(cmd[2:], cwd, env, stdout, stderr)
     except ForkServerError as err:
         logger.warning("%s; running %s in a new interpreter", err, Path(cmd[2]).name)
         return runner.gated_spawner(cmd, cwd, env, stdout, stderr)
+
+
+# Third-party hooks: a fork server per interpreter ---------------------------------------
+
+# What an interpreter reads from its environment when it starts: hooks whose values differ
+# (another PYTHONPATH: the packages their binaries brought) get a server of their own,
+# started with them, so each child has the sys.path a new interpreter would have.
+STARTUP_ENV = re.compile(r"^(PYTHON[A-Z0-9_]*|LANG|LANGUAGE|LC_[A-Z]+)$")
+
+_SERVERS: dict[tuple, ForkClient] = {}
+_SERVERS_LOCK = threading.Lock()
+
+
+def server_for(interpreter: str, env: Mapping[str, str]) -> ForkClient:
+    """This worker's fork server for hooks run by ``interpreter`` with ``env``'s start-up variables."""
+    startup = {key: value for key, value in env.items() if STARTUP_ENV.match(key)}
+    key = (interpreter, tuple(sorted(startup.items())))
+    with _SERVERS_LOCK:
+        client = _SERVERS.get(key)
+        if client is None:
+            client = _SERVERS[key] = ForkClient(interpreter, startup, forkserver.THIRD_PARTY_PRELOAD)
+        return client
+
+
+def spawn_held_as_script(cmd: list, cwd: str, env: Mapping[str, str], stdout: Path, stderr: Path):
+    """A :data:`runner.Spawner` for a third-party Python hook (``[interpreter, script, args...]``,
+    as its shebang resolved): a held fork of a server in that interpreter; a fresh
+    interpreter behind :data:`runner.GATE` if the server is unavailable."""
+    try:
+        return server_for(cmd[0], env).spawn_held(cmd[1:], cwd, env, stdout, stderr)
+    except ForkServerError as err:
+        logger.warning("%s; running %s in a new interpreter", err, Path(cmd[1]).name)
+        return runner.gated_spawner(cmd, cwd, env, stdout, stderr)
+
+
+def stop_all() -> None:
+    """Stop this worker's fork servers (with the worker)."""
+    CLIENT.stop()
+    with _SERVERS_LOCK:
+        clients = list(_SERVERS.values())
+        _SERVERS.clear()
+    for client in clients:
+        client.stop()

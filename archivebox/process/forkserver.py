@@ -34,6 +34,13 @@ rows, resolves the hook's config, writes its Process row):
     server -> {"pid": 1234, "exit_code": 0}
 
 Anything but ``g``, or a closed connection, ends a held child without running the script.
+
+The engine's own server (``python -I -m archivebox.process.forkserver``) runs the built-in
+hooks. A third-party Python hook whose file asks for another interpreter (abx-plugins':
+Python >= 3.12) runs as a fork of a server in that interpreter, started by path with
+``-P`` and :data:`AS_SCRIPT`: this module imports only the standard library, so it runs
+under any Python 3.11 or newer, and each of its children becomes what ``python script.py``
+would be (:func:`like_an_interpreter`).
 (Shell and Node hooks are not run this way: a fork of this interpreter that then execs
 another program took ~2.7 ms longer to run a trivial shell hook than a new process does.)
 """
@@ -42,6 +49,7 @@ from __future__ import annotations
 
 import ast
 import errno
+import importlib
 import json
 import os
 import runpy
@@ -53,21 +61,32 @@ import traceback
 import types
 
 GO = b"g"
+# The flag that makes a server's children what ``python script.py`` would be (a server in
+# a third-party hook's own interpreter, started with ``-P`` by archivebox.process.forkclient).
+AS_SCRIPT = "--as-script"
 PRELOAD = (
     "json", "re", "time", "signal", "hashlib", "html", "html.parser", "urllib.parse", "socket", "ssl",
     "subprocess", "shutil", "tempfile", "pathlib", "zlib", "io", "xml.etree.ElementTree", "base64", "struct",
     "datetime", "codecs", "runpy",
     "pkgutil",  # runpy.run_path imports it on every call: 3 ms per hook run if each child did
 )
-# What the built-in hooks import: their kit (``archivebox.pluginkit``, whose modules import
-# only os and sys at load time), urllib.request for its HTTP client and psutil for killing
-# a program's tree. Every preloaded module is resident in every forked hook (urllib.request
-# with http.client and email: about 1.8 MB), but a hook that needs it would otherwise import
-# it itself, paying the same memory plus 10-20 ms of CPU. Libraries that only some hooks
-# use (readability: lxml; the browser hook: asyncio and its CDP client) are not preloaded
-# up front: a script names them in its own FORKSERVER_PRELOAD (see ScriptCache), or the
-# FORKSERVER_PRELOAD setting names them for every fork server.
-PRELOAD += ("urllib.request", "http.client", "psutil", "archivebox.pluginkit")
+# What a server in a third-party hook's interpreter is asked to preload (the client passes it
+# in FORKSERVER_PRELOAD; it is kept here for tools that start a server without Django): what
+# abx-plugins' hooks share, imported once per server instead of once per hook run (0.3-0.5
+# CPU-s each on this machine): their helpers (``abx_plugins.plugins.base.utils``),
+# pydantic, which those build a config model with (the parts it imports only when the first
+# model is built, too), rich-click for their command line, abxpkg for their binaries, and
+# the standard modules they use beyond the server's own. A module this interpreter cannot
+# import (another plugin collection than abx-plugins) is left out, saying so in the
+# server's log.
+THIRD_PARTY_PRELOAD = (
+    "abx_plugins.plugins.base.utils", "abx_plugins.plugins.base.url_cleaning", "pydantic", "pydantic.main",
+    "pydantic.fields", "pydantic._internal._generate_schema", "pydantic.plugin._loader", "rich_click", "click", "abxpkg",
+    "importlib.metadata", "urllib.request", "http.client", "enum", "typing", "locale", "encodings.idna", "unicodedata",
+)
+# What else a server imports comes from the client that starts it, in FORKSERVER_PRELOAD
+# (the modules its kind of hooks share: see archivebox.process.forkclient), and from each
+# script's own FORKSERVER_PRELOAD (see ScriptCache).
 
 
 def preload() -> None:
@@ -146,7 +165,7 @@ def run_script(path: str, code: types.CodeType | None) -> None:
     exec(code, main.__dict__)  # noqa: S102 - the hook script itself, as the interpreter would run it
 
 
-class Words:
+class CallerReader:
     """What a held child reads from its caller: the run's details (a JSON line), then the
     start byte. ``early``: bytes the server read past the request line. The socket is
     non-blocking (a flag shared with the server's copy), so it is read when select says so."""
@@ -181,20 +200,25 @@ class Words:
         return bool(chunk)
 
 
-def run_child(request: dict, script: types.CodeType | None = None, hold: int | None = None, early: bytes = b"") -> None:
+def run_child(request: dict, script: types.CodeType | None = None, hold: int | None = None, early: bytes = b"",
+              as_script: bool = False) -> None:
     """In the forked child: become the hook (``script``: its code, compiled by the server).
     ``hold``: the caller's connection, for a held child to read its details and the word
-    to start from (``early``: what the server read of it already). Never returns."""
+    to start from (``early``: what the server read of it already). ``as_script``: become
+    what ``python script.py`` would be (see :func:`like_an_interpreter`) rather than
+    ``python -I script.py`` with default signal dispositions. Never returns."""
     code = 1
     status = None  # where the exit code goes, once the script has started
     try:
         os.setsid()
         for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGPIPE):
             signal.signal(sig, signal.SIG_DFL)
-        words = None
+        if as_script:
+            like_an_interpreter()
+        caller = None
         if hold is not None:
-            words = Words(hold, early)
-            details = words.line()
+            caller = CallerReader(hold, early)
+            details = caller.line()
             if details is None:
                 code = 0
                 return  # called off before the details came: the script never starts
@@ -222,13 +246,15 @@ def run_child(request: dict, script: types.CodeType | None = None, hold: int | N
         os.environ.update(request["env"])
         argv = request["argv"]
         sys.argv = list(argv)
-        if words is not None:
+        if caller is not None:
             os.makedirs(request["cwd"], exist_ok=True)  # while the caller writes its row (it makes it too)
-            if words.byte() != GO:
+            if caller.byte() != GO:
                 code = 0
                 return  # the caller gave up on this run: the script never starts
             os.close(hold)
         os.chdir(request["cwd"])  # after the word: a held child's folder may be made meanwhile
+        if as_script:
+            sys.path.insert(0, os.path.dirname(os.path.realpath(argv[0])))
         status = request.get("status")
         if status:
             record_every_exit(status)
@@ -250,6 +276,21 @@ def run_child(request: dict, script: types.CodeType | None = None, hold: int | N
                 write_status(status, code & 0xFF)
         finally:
             REAL_EXIT(code & 0xFF)
+
+
+def like_an_interpreter() -> None:
+    """What a new interpreter starting a script sets up that a fork of this server lacks:
+    SIGINT raising KeyboardInterrupt, SIGPIPE and SIGXFSZ ignored (writes fail with an error
+    instead), and no memory of folders on ``sys.path`` that held nothing when the server
+    looked (a binary installed since, on the hook's PYTHONPATH). The script's folder goes
+    first on ``sys.path`` once its details are known (in :func:`run_child`)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    for entry, finder in list(sys.path_importer_cache.items()):
+        if finder is None:
+            del sys.path_importer_cache[entry]
+    importlib.invalidate_caches()
 
 
 # The process's own _exit: a forked hook's os._exit is replaced (record_every_exit).
@@ -283,7 +324,7 @@ def write_status(path: str, code: int) -> None:
 
 
 class Server:
-    def __init__(self, address: bytes, parent: int):
+    def __init__(self, address: bytes, parent: int, as_script: bool = False):
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(address)
         self.listener.listen(128)
@@ -298,6 +339,7 @@ class Server:
         self.parent = parent
         self.running = True
         self.scripts = ScriptCache()
+        self.as_script = as_script
 
     def on_child(self, *_):
         try:
@@ -370,7 +412,7 @@ class Server:
             return
         if pid == 0:
             self.listener.close()
-            run_child(request, script, hold=client.fileno() if request.get("hold") else None, early=rest)
+            run_child(request, script, hold=client.fileno() if request.get("hold") else None, early=rest, as_script=self.as_script)
         self.children[pid] = client
         self.send(client, {"pid": pid})
 
@@ -399,7 +441,7 @@ class Server:
 def main() -> None:
     address, parent = bytes.fromhex(sys.argv[1]), int(sys.argv[2])
     preload()
-    server = Server(address, parent)
+    server = Server(address, parent, as_script=AS_SCRIPT in sys.argv[3:])
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     server.serve()

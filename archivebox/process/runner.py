@@ -32,6 +32,7 @@ from archivebox.core.graphs import ProcessGraph
 from archivebox.hooks.outcome import AttemptOutcome, Stop, Stopped
 from archivebox.lifecycle import notify
 from archivebox.core import diskspace, rowsql
+from archivebox.core.urlcheck import MASK, mask_urls
 from archivebox.transitions.cas import move
 
 logger = logging.getLogger(__name__)
@@ -57,19 +58,6 @@ def base_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     return {key: environ[key] for key in BASE_ENV_KEYS if key in environ}
 
 
-# The user-information part of a URL anywhere in a value: ``scheme://user:password@``.
-URL_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^\s/@:]*)(?P<password>:[^\s/@]*)?@")
-
-
-def mask_urls(value: str) -> str:
-    """``redis://:pw@host`` -> ``redis://:***@host``; a bare token (``https://tok@host``) -> ``***``."""
-    def mask(match: re.Match) -> str:
-        if match["password"] is not None:
-            return f"{match['scheme']}{match['user']}:***@"
-        return f"{match['scheme']}***@"
-    return URL_USERINFO.sub(mask, value)
-
-
 def redact(env: Mapping[str, str]) -> dict[str, str]:
     """What is stored of a subprocess environment: values of secret-looking keys are hidden,
     and the credentials inside any URL-shaped value."""
@@ -90,11 +78,13 @@ def create(*, kind: str, cmd: Sequence[str], pwd: Path | str, env: Mapping[str, 
            attempt: int = 0, label: str = "", id=None) -> tuple[Process, bool]:
     """The queued row for a subprocess about to start; with a ``key``, at most one row ever
     exists. ``id``: the row's id, when the caller needs it before the row is written.
+    The row keeps ``cmd`` with the credentials of any URL in it masked (a hook's
+    ``--url=https://me:***@host/``); :func:`launch` is given the real argv.
     Written with one hand-made INSERT (the ORM's ``save`` cost ~0.3 ms of Python, on the
     path of every hook run); plugins still see ``on_object_save``."""
     now = timezone.now()
     defaults = dict(
-        kind=kind, cmd=[str(part) for part in cmd], pwd=str(pwd), env=redact(env), timeout=timeout,
+        kind=kind, cmd=[mask_urls(str(part)) for part in cmd], pwd=str(pwd), env=redact(env), timeout=timeout,
         machine=machine, parent=parent, archiveresult_id=archiveresult_id, attempt=attempt, label=label,
         retry_at=now + dt.timedelta(seconds=LAUNCH_GRACE),
     )
@@ -217,15 +207,17 @@ def popen_spawner(cmd: list, cwd: str, env: Mapping[str, str], stdout: Path, std
                           stdout=out, stderr=err, start_new_session=True, close_fds=True)
 
 
-def launch(row: Process, env: Mapping[str, str], deadline_grace: float = 30.0, spawner: Spawner | None = None) -> Running:
+def launch(row: Process, env: Mapping[str, str], deadline_grace: float = 30.0, spawner: Spawner | None = None,
+           argv: Sequence[str] | None = None) -> Running:
     """Start the row's command in its own session; the row moves queued -> running.
 
-    ``spawner`` starts it (default: ``subprocess.Popen`` of ``row.cmd``); the fork server
+    ``argv`` is the command as it runs, when the row's (masked) ``cmd`` is not: a URL with
+    credentials. ``spawner`` starts it (default: ``subprocess.Popen``); the fork server
     passes its own, which runs the same script without a new interpreter. Its stdout and
     stderr go to :func:`log_paths` of the row.
     """
     stdout_path, stderr_path = log_paths(row.pk, make=True)
-    handle = (spawner or popen_spawner)(list(row.cmd), row.pwd, env, stdout_path, stderr_path)
+    handle = (spawner or popen_spawner)([str(part) for part in argv or row.cmd], row.pwd, env, stdout_path, stderr_path)
     now = timezone.now()
     deadline = now + dt.timedelta(seconds=(row.timeout or 0) + deadline_grace)
     fields = dict(pid=handle.pid, pid_started=start_time(handle.pid), started_at=now,
@@ -249,6 +241,28 @@ def launch(row: Process, env: Mapping[str, str], deadline_grace: float = 30.0, s
         raise
     handle.release()  # recorded with its PID: now it may work (a no-op for one started ungated)
     return Running(row, handle)
+
+
+def scrub_logs(row: Process, secrets: Sequence[str]) -> None:
+    """Replace ``secrets`` (a URL's password) in the row's stdout and stderr logs with ``***``,
+    once it has ended: a hook may print the URL it was given. Line by line into a new file,
+    renamed over the old one."""
+    wanted = [secret.encode() for secret in secrets if secret]
+    for name in (row.stdout_path, row.stderr_path):
+        path = Path(name) if name else None
+        if not wanted or path is None or not path.is_file():
+            continue
+        scrubbed = path.with_name(path.name + ".scrub")
+        try:
+            with open(path, "rb") as source, open(scrubbed, "wb") as target:
+                for line in source:
+                    for secret in wanted:
+                        line = line.replace(secret, MASK.encode())
+                    target.write(line)
+            os.replace(scrubbed, path)
+        except OSError as err:
+            scrubbed.unlink(missing_ok=True)
+            logger.warning("%s: could not mask the URL's credentials in %s: %s", row.label, path, err)
 
 
 def persistently(write: Callable[[], None], label: str, patience: float = RECORD_PATIENCE) -> None:

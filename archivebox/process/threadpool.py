@@ -7,6 +7,13 @@ of every hook run. A :class:`ThreadPool` hands each job to an idle thread at onc
 starts a thread when none is idle; with a ``limit``, jobs beyond it wait their turn (in
 order) for a thread to finish. A thread that stays idle for ``idle`` seconds closes its
 connections and ends.
+
+Why not ``concurrent.futures.ThreadPoolExecutor``: its threads are joined when the
+interpreter exits (since Python 3.9 they are not daemon threads), so a worker that stops
+would wait for every hook supervisor still running, however long its hook runs, instead
+of leaving the hook to the sweep that adopts it; its idle threads never end, each
+keeping its connection; and closing the connection after every job instead costs what
+archivebox.tuning (4) says. Its threads here are daemon threads.
 """
 
 from __future__ import annotations

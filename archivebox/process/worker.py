@@ -81,7 +81,7 @@ class WorkerListener:
             with self._heartbeating():  # hooks may take HOOK_STOP_GRACE and more to wind down
                 self._despite_full_disk(lambda: self.stop_hooks(self.row, graceful))
             self._despite_full_disk(BROWSER.stop)
-        self._despite_full_disk(forkclient.CLIENT.stop)
+        self._despite_full_disk(forkclient.stop_all)
         self._despite_full_disk(lambda: registry.close_worker(self.row, "stopped"))
         logger.info("%s pool stopped", self.pool)
 

@@ -1,23 +1,22 @@
-"""Side effects of a crawl's lifecycle: its own hooks, its root snapshots, its snapshots' pacing."""
+"""Side effects of a crawl's lifecycle: its own hooks, its root snapshots, letting them in (``pacing``)."""
 
 from __future__ import annotations
 
 import logging
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from archivebox.core.graphs import ArchiveResultGraph, SnapshotGraph, CrawlGraph
+from archivebox.core.graphs import ArchiveResultGraph, CrawlGraph
 from archivebox.core.models import ArchiveResult, Crawl, Snapshot, Tag
 from archivebox.core.urlcheck import is_valid_url
+from archivebox.sideeffects.pacing import activate
 from archivebox.sideeffects.queue import sideeffect
 from archivebox.transitions.effects import ActivateSnapshots, CrawlFinished, CrawlStarted, CreateRootSnapshots
 from archivebox.core.reads import crawl_option, parked, results_of
 from archivebox.core.urlinput import Seed
 from archivebox.sideeffects.results import create_results
 from archivebox.tasks.dispatch import wake_rows
-from archivebox.core import rowsql
 
 logger = logging.getLogger(__name__)
 
@@ -88,20 +87,6 @@ def _create_batch(crawl: Crawl, batch: list[Seed], depth: int, parent_id) -> int
     return created
 
 
-def activate(crawl_id, max_active: int) -> int:
-    """Wake parked snapshots of the crawl while fewer than ``max_active`` snapshots are in flight."""
-    now = timezone.now()
-    # Due queued snapshots are few (their start is on its way): count them by the due index,
-    # not by the status index, which would walk every parked one.
-    in_flight = Snapshot.objects.filter(status=SnapshotGraph.started).count() + rowsql.count_due(Snapshot, (SnapshotGraph.queued,), now)
-    room = max_active - in_flight
-    if room <= 0:
-        return 0
-    parked_ids = (Snapshot.objects.filter(crawl_id=crawl_id, status=SnapshotGraph.queued, retry_at__gt=now)
-                  .order_by("depth", "created_at").values_list("pk", flat=True)[:room])
-    return wake_rows(Snapshot, list(parked_ids))
-
-
 @sideeffect(CreateRootSnapshots)
 def create_root_snapshots(crawl_id) -> None:
     crawl = Crawl.objects.filter(pk=crawl_id).first()
@@ -109,13 +94,13 @@ def create_root_snapshots(crawl_id) -> None:
         return
     seeds = [seed for seed in crawl.seeds if is_valid_url(seed.url)]
     create_snapshots(crawl, seeds, depth=0)
-    activate(crawl.pk, settings.ENGINE.snapshot_max_active)
+    activate(crawl.pk)
     wake_rows(Crawl, [crawl.pk])
 
 
 @sideeffect(ActivateSnapshots)
 def activate_snapshots(crawl_id) -> None:
-    activate(crawl_id, settings.ENGINE.snapshot_max_active)
+    activate(crawl_id)
 
 
 @sideeffect(CrawlFinished)

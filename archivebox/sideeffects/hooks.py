@@ -50,16 +50,18 @@ from archivebox.binaries import hookrun
 from archivebox.binaries.provision import Unavailable
 from archivebox.broker import shutting_down
 from archivebox.config import ConfigError
-from archivebox.core import diskspace, rowsql
+from archivebox.core import diskspace, hostleases, rowsql
 from archivebox.core.models import ArchiveResult, Crawl, Machine, Process, Snapshot, Tag
 from archivebox.core.reads import find_hook, hook_of, owner_layers
-from archivebox.core.urlcheck import is_valid_url
+from archivebox.core.urlcheck import is_valid_url, url_secrets
+from archivebox.hostrules import host_of
 from archivebox.hooks.catalog import catalog
 from archivebox.hooks.config import to_env, url_filter
 from archivebox.hooks import runtime
 from archivebox.hooks.discovery import HookScript, is_background, is_daemon
-from archivebox.hooks.outcome import AttemptOutcome, Ending, Stop, Stopped, decide, unlaunched
+from archivebox.hooks.outcome import AttemptOutcome, Ending, Outcome, Stop, Stopped, decide, unlaunched
 from archivebox.hooks.output import HookReport, Outlink, read_report
+from archivebox.webarchive import filing
 from archivebox.process import forkclient, runner, sweep
 from archivebox.process.browser import Lease
 from archivebox.process.registry import current_worker
@@ -113,6 +115,11 @@ class Attempt:
     browser: Lease | None = None  # the tab of the shared browser it holds, if any
     background: bool = False
     stop_grace: float | None = None  # SIGTERM to SIGKILL when stopped at cleanup: its plugin's timeout, as abx-dl
+
+    @property
+    def url(self) -> str:
+        """The URL the hook was given: its snapshot's, or its crawl's first."""
+        return self.snapshot.url if self.snapshot is not None else next(iter(self.crawl.seed_urls), "")
 
     @property
     def owner(self) -> tuple[type, object]:
@@ -170,12 +177,22 @@ def run_attempt(result: ArchiveResult) -> None:
     daemon = is_daemon(result.hook_name)
     job = Attempt(result.pk, attempt, snapshot, crawl, pwd, None if daemon else timeout, wanted,
                   background=is_background(result.hook_name), stop_grace=timeout)
-    # A Python hook the engine runs itself forks from the warm fork server; the rest are gated subprocesses.
-    forked = plan is None and hook.ext == "py" and settings.ENGINE.forkserver
-    spawner = forkclient.spawn_held if forked else runner.gated_spawner
+    spawner = spawner_for(hook, plan)
     # A plugin that asks for the shared browser holds one of its tabs while it runs.
     with browser_for(plugins.schema(result.plugin), env, crawl_dir(crawl.pk), pwd, result.background) as job.browser:
         launch_and_watch(job, cmd, env, machine, key, label, spawner)
+
+
+def spawner_for(hook: HookScript, plan: hookrun.Plan | None) -> runner.Spawner:
+    """A Python hook forks from a warm fork server: the engine's for one it runs itself, one
+    in the hook's own interpreter for one whose file asks for another Python. The rest, and
+    every hook with FORKSERVER off or of a plugin in FORKSERVER_EXCLUDE, are gated subprocesses."""
+    engine = settings.ENGINE
+    if hook.ext != "py" or not engine.forkserver or hook.plugin in engine.forkserver_exclude:
+        return runner.gated_spawner
+    if plan is None:
+        return forkclient.spawn_held
+    return forkclient.spawn_held_as_script if plan.python else runner.gated_spawner
 
 
 def launch_and_watch(job: Attempt, cmd: list[str], env: dict[str, str], machine: Machine, key: str, label: str,
@@ -197,7 +214,7 @@ def launch_and_watch(job: Attempt, cmd: list[str], env: dict[str, str], machine:
 
     # 3. spawn (held until its PID is recorded)
     try:
-        running = runner.launch(row, env, spawner=spawner)
+        running = runner.launch(row, env, spawner=spawner, argv=cmd)
     except runner.LaunchRefused as err:
         logger.warning("%s", err)
         wake_rows(ArchiveResult, [job.result_id])
@@ -239,16 +256,45 @@ def record_outcome(job: Attempt, row: Process, ending: Ending, ended_at=None) ->
         if ending.disk_full:
             diskspace.report(row.label, job.pwd)
 
+    ending = dataclasses.replace(ending, now=timezone.now())
+
     def record() -> None:
         report = _read(row, job)
         apply_report(report, job.snapshot)
+        filed = file_recordings(job.snapshot, job.pwd) if job.snapshot is not None else {}
         outcome = decide(ending, report.result)
+        if outcome.kind is Outcome.RATE_LIMITED:
+            rest_host(job, row, outcome)
         closed.append(runner.finish(row, ending.exit_code, ending.worker_gone or (ending.stop.text if ending.stop else ""),
-                                    {**report.to_json(), "outcome": outcome.to_json()}, ended_at=ended_at))
+                                    {**report.to_json(), **filed, "outcome": outcome.to_json()}, ended_at=ended_at))
         wake_rows(ArchiveResult, [job.result_id])
 
     runner.persistently(record, row.label)
+    runner.scrub_logs(row, url_secrets(job.url))
     return closed[-1]
+
+
+def rest_host(job: Attempt, row: Process, outcome: AttemptOutcome) -> None:
+    """The site told this hook to slow down: its host rests (every pool's hooks and starts
+    of that host wait for it), before the outcome is recorded, so no hook of the host starts
+    in between. Counted once per attempt, however often its outcome is recorded."""
+    host = job.snapshot.host if job.snapshot is not None else host_of(next(iter(job.crawl.seed_urls), ""))
+    if not host:
+        return
+    config = settings.ENGINE
+    hostleases.pause(host, outcome.retry_after, f"{row.label}: {outcome.reason}"[:300], str(row.pk), timezone.now(),
+                     config.rate_limit_backoff, config.rate_limit_max_pause)
+
+
+def file_recordings(snapshot: Snapshot, folder: Path) -> dict:
+    """File the WARC files the hook left (deduplicated, indexed: see
+    :mod:`archivebox.webarchive.filing`) before its outcome is recorded; what was filed,
+    for the Process row's result."""
+    filed = filing.file_folder(snapshot, folder)
+    if not filed.files and not filed.errors:
+        return {}
+    return {"warc": {"files": filed.files, "records": filed.records, "revisits": filed.revisits,
+                     "bytes_deduplicated": filed.bytes_saved, **({"errors": filed.errors} if filed.errors else {})}}
 
 
 def last_line(path: str, window: int = 8192) -> str:

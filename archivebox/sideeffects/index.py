@@ -27,6 +27,7 @@ from django.db import DatabaseError
 from archivebox.core.models import ArchiveResult, Snapshot, Tag
 from archivebox.process.threadpool import ThreadPool, Timers
 from archivebox.core import diskspace, rowsql
+from archivebox.core.urlcheck import mask_urls, masked_json
 
 logger = logging.getLogger(__name__)
 
@@ -78,11 +79,13 @@ def _iso(value) -> str | None:
 
 
 def snapshot_index(snapshot: dict, results: list[dict], tags: list[str], outputs: list[dict]) -> dict:
+    """The index of a snapshot, for people and other tools to read: a URL's credentials are masked."""
     return {
-        "id": str(snapshot["id"]), "url": snapshot["url"], "title": snapshot["title"], "status": snapshot["status"],
+        "id": str(snapshot["id"]), "url": mask_urls(snapshot["url"]), "title": snapshot["title"], "status": snapshot["status"],
         "depth": snapshot["depth"], "crawl_id": str(snapshot["crawl_id"]), "tags": sorted(tags),
         "created_at": _iso(snapshot["created_at"]), "finished_at": _iso(snapshot["finished_at"]),
-        "results": [{**r, "started_at": _iso(r["started_at"]), "finished_at": _iso(r["finished_at"])} for r in results],
+        "results": [{**r, "output_str": mask_urls(r["output_str"]), "output_json": masked_json(r["output_json"]),
+                     "started_at": _iso(r["started_at"]), "finished_at": _iso(r["finished_at"])} for r in results],
         "outputs": outputs,
     }
 

@@ -5,7 +5,7 @@ Each registers its functions with ``@sideeffect(<Effect class>)`` as it is impor
 function to carry it out.
 """
 
-from archivebox.sideeffects import crawl, hooks, results, snapshot, wake  # noqa: F401 - their @sideeffect functions register
+from archivebox.sideeffects import crawl, hooks, results, robots, snapshot, wake  # noqa: F401 - their @sideeffect functions register
 from archivebox.sideeffects.queue import unhandled
 
 

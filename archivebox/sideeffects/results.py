@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 
-from django.db import connection
 from django.utils import timezone
 
 from archivebox.core.graphs import ArchiveResultGraph
@@ -85,16 +84,10 @@ def wake_waiting(snapshot_id, crawl_id) -> None:
 
 def unfinished_foreground(snapshot_id, crawl_id, step: int) -> bool:
     """Is a foreground result of this snapshot (else of this crawl's own hooks), at ``step``
-    or earlier, still unfinished?"""
-    meta = ArchiveResult._meta
-    if snapshot_id is not None:
-        owner, param = "snapshot_id = %s", meta.get_field("snapshot").get_db_prep_value(snapshot_id, connection)
-    else:
-        owner, param = "crawl_id = %s AND snapshot_id IS NULL", meta.get_field("crawl").get_db_prep_value(crawl_id, connection)
-    sql = f"SELECT 1 FROM {meta.db_table} WHERE {owner} AND step <= %s AND background = %s AND retry_at IS NOT NULL LIMIT 1"
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [param, step, False])
-        return cursor.fetchone() is not None
+    or earlier, still unfinished? (Once per hook run: a hand-written read, see rowsql.)"""
+    owner = {"snapshot": snapshot_id} if snapshot_id is not None else {"crawl": crawl_id, "snapshot__isnull": True}
+    return bool(rowsql.values(ArchiveResult, ("id",), {**owner, "step__lte": step, "background": False, "retry_at__isnull": False},
+                              limit=1))
 
 
 @sideeffect(ResultFinished)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 
-from django.conf import settings
 from django.utils import timezone
 
 from archivebox.core.graphs import SnapshotGraph
 from archivebox.core.models import ArchiveResult, Crawl, Snapshot
 from archivebox.sideeffects import index as index_effects
-from archivebox.sideeffects.crawl import activate
+from archivebox.core import hostleases
+from archivebox.sideeffects.pacing import activate
 from archivebox.sideeffects.queue import sideeffect
 from archivebox.transitions.effects import SnapshotFinished, SnapshotStarted
 from archivebox.sideeffects.results import create_results, queued_results
@@ -26,6 +26,7 @@ def snapshot_started(snapshot_id) -> None:
     snapshot = rowsql.load(Snapshot, [snapshot_id], "crawl").get(snapshot_id)
     if snapshot is None or snapshot.status != SnapshotGraph.started:
         return
+    hostleases.started(snapshot.host, snapshot.started_at or timezone.now())
     snapshot.output_dir.mkdir(parents=True, exist_ok=True)
     now = timezone.now()
     create_results(snapshot.crawl, snapshot, now)
@@ -42,13 +43,14 @@ def snapshot_started(snapshot_id) -> None:
 
 @sideeffect(SnapshotFinished)
 def snapshot_finished(snapshot_id) -> None:
-    """Sealed or failed: final index, let the next parked snapshot in, wake the crawl if it was the last."""
-    found = rowsql.values(Snapshot, ("crawl_id",), {"id": snapshot_id})
+    """Sealed or failed: its host slot freed, final index, the next parked snapshot in, the crawl woken if it was the last."""
+    found = rowsql.values(Snapshot, ("crawl_id", "host"), {"id": snapshot_id})
     if not found:
         return
-    crawl_id = found[0][0]
+    crawl_id, host = found[0]
+    hostleases.release(snapshot_id, host, timezone.now())
     index_effects.write_final_index(snapshot_id)
     wake_rows(ArchiveResult, list(ArchiveResult.objects.filter(snapshot_id=snapshot_id, retry_at__isnull=False).values_list("pk", flat=True)))
-    activate(crawl_id, settings.ENGINE.snapshot_max_active)
+    activate(crawl_id)
     if not Snapshot.objects.filter(crawl_id=crawl_id, retry_at__isnull=False).exists():
         wake_rows(Crawl, [crawl_id])

@@ -17,20 +17,21 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
+from archivebox import fulltext
 from archivebox.core.graphs import ArchiveResultGraph, SnapshotGraph, CrawlGraph
 from archivebox.core import rowsql
-from archivebox.core.models import ArchiveResult, Crawl, Snapshot
-from archivebox.core.reads import crawl_option, owner_layers, parked
-from archivebox.hooks.catalog import catalog
-from archivebox.plugins.search import fts
+from archivebox.core.models import ArchiveResult, Crawl, Snapshot, Tag
+from archivebox.core.reads import crawl_option, owner_layers, parked, plugin_catalog
 from archivebox.tasks import registry
 from archivebox.tasks.dispatch import kick, wake_rows
 from archivebox.transitions.archiveresult import (transition_archiveresult_give_up, transition_archiveresult_reopen,
                                                     transition_archiveresult_rerun)
 from archivebox.transitions.crawl import transition_crawl_give_up
 from archivebox.transitions.snapshot import transition_snapshot_give_up, transition_snapshot_reopen
+from archivebox.webarchive.release import release_snapshots
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ def retry_failed(results, skip_missing_hooks: bool = False) -> tuple[int, list]:
     reopened, snapshot_ids = 0, set()
     # In a sweep (``archivebox update``) a hook that is gone (a plugin no longer installed, or
     # one an upgraded ArchiveBox collection ran) would only fail again: its failures stay.
-    hooks = {(hook.plugin, hook.hook_name) for hook in catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).all_hooks("Snapshot")
+    hooks = {(hook.plugin, hook.hook_name) for hook in plugin_catalog().all_hooks("Snapshot")
              } if skip_missing_hooks else set()
     for result in results.filter(status=ArchiveResultGraph.failed, snapshot__isnull=False).exclude(crawl__status=CrawlGraph.failed).iterator(chunk_size=500):
         if skip_missing_hooks and (result.plugin, result.hook_name) not in hooks:
@@ -110,7 +111,7 @@ def rerun_plugins(snapshot_ids, plugins: list[str]) -> tuple[int, list]:
     ids of the snapshots re-opened."""
     now = timezone.now()
     wanted = {name.lower() for name in plugins}
-    hooks = [hook for hook in catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).all_hooks("Snapshot") if hook.plugin.lower() in wanted]
+    hooks = [hook for hook in plugin_catalog().all_hooks("Snapshot") if hook.plugin.lower() in wanted]
     queued, reopened = 0, []
     for snapshot in Snapshot.objects.filter(pk__in=list(snapshot_ids), status__in=sorted(Snapshot.graph.finals)).iterator(chunk_size=500):
         # One transaction: a tick sees the snapshot re-opened together with its re-queued
@@ -148,7 +149,7 @@ def archive_indexed(snapshots) -> tuple[int, list]:
         if snapshot.timestamp:
             upgraded.add(snapshot.pk)
     queued, reopened = 0, []
-    plugins = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
+    plugins = plugin_catalog()
     for crawl, ids in by_crawl.items():
         if not crawl_option(crawl, "INDEX_ONLY"):
             ids = [pk for pk in ids if pk in upgraded]
@@ -174,7 +175,8 @@ class Removed:
 
 def remove_snapshots(snapshot_ids, delete_files: bool = True) -> Removed:
     """Delete the snapshots' rows (with their results and Process rows), their search index
-    entries and, with ``delete_files``, their folders. Callers refuse (or cancel) running
+    entries, their WARC files' index rows (keeping the records other snapshots' revisits
+    refer to: :mod:`archivebox.webarchive.release`) and, with ``delete_files``, their folders. Callers refuse (or cancel) running
     snapshots first: a hook still writing would leave a folder behind."""
     ids = list(snapshot_ids)
     done = Removed()
@@ -182,13 +184,14 @@ def remove_snapshots(snapshot_ids, delete_files: bool = True) -> Removed:
     folders = [snapshot.output_dir for snapshot in rows]
     # An upgraded snapshot's old address, archive/<timestamp>, is a link to its folder: it goes too.
     old_links = [settings.ARCHIVE_DIR / s.timestamp for s in rows if s.timestamp and "/" not in s.timestamp and s.timestamp not in ("..", ".")]
-    search_db = settings.DATA_DIR / "search.sqlite3"
+    search_db = fulltext.database(settings.DATA_DIR)
     for start in range(0, len(ids), 500):
         batch = ids[start:start + 500]
+        release_snapshots(batch)  # records other snapshots' revisits refer to are kept first
         with transaction.atomic():
             done.snapshots += Snapshot.objects.filter(pk__in=batch).delete()[1].get(Snapshot._meta.label, 0)
         for snapshot_id in batch:
-            fts.remove_snapshot(str(search_db), snapshot_id)
+            fulltext.remove_snapshot(str(search_db), snapshot_id)
     archive = settings.ARCHIVE_DIR.resolve()
     for folder in folders:
         if not folder.exists():
@@ -203,3 +206,32 @@ def remove_snapshots(snapshot_ids, delete_files: bool = True) -> Removed:
             link.unlink()
     logger.info("removed %d snapshot(s) and %d folder(s)", done.snapshots, done.folders)
     return done
+
+
+def tag_names(text: str) -> list[str]:
+    """Tag names from a comma-separated text, trimmed, without repeats, in the order given."""
+    return list(dict.fromkeys(name.strip() for name in text.split(",") if name.strip()))
+
+
+def add_tags(snapshot_ids, names: list[str]) -> int:
+    """Tag the snapshots with ``names`` (tags are made as needed); returns how many taggings were new."""
+    ids = list(snapshot_ids)
+    tags = [Tag.objects.get_or_create(name=name)[0] for name in names]
+    through = Snapshot.tags.through
+    existing = set(through.objects.filter(snapshot_id__in=ids, tag__in=tags).values_list("snapshot_id", "tag_id"))
+    new = [through(snapshot_id=sid, tag_id=tag.pk) for sid in ids for tag in tags if (sid, tag.pk) not in existing]
+    through.objects.bulk_create(new, ignore_conflicts=True, batch_size=500)
+    logger.info("tagged %d snapshot(s) with %s: %d new tagging(s)", len(ids), ", ".join(names), len(new))
+    return len(new)
+
+
+def remove_tags(snapshot_ids, names: list[str]) -> int:
+    """Take the tags ``names`` (matched case-insensitively) off the snapshots; returns how many taggings went."""
+    ids = list(snapshot_ids)
+    wanted = Q()
+    for name in names:
+        wanted |= Q(name__iexact=name)
+    tag_ids = list(Tag.objects.filter(wanted).values_list("pk", flat=True)) if names else []
+    removed, _ = Snapshot.tags.through.objects.filter(snapshot_id__in=ids, tag_id__in=tag_ids).delete()
+    logger.info("untagged %d snapshot(s) of %s: %d tagging(s) removed", len(ids), ", ".join(names), removed)
+    return removed

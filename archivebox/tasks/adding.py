@@ -19,7 +19,8 @@ from archivebox.config import ConfigError
 from archivebox.core.models import Crawl, Snapshot
 from archivebox.core.urlcheck import InvalidURL, check_url
 from archivebox.core.urlinput import Seed, parse
-from archivebox.hooks.catalog import catalog, layers
+from archivebox.core.reads import plugin_catalog
+from archivebox.hooks.catalog import layers
 from archivebox.hooks.remote import check_remote
 from archivebox.tasks import registry
 from archivebox.tasks.dispatch import kick
@@ -122,15 +123,20 @@ def crawl_config(options: AddOptions) -> dict[str, str]:
     return config
 
 
+def check_depth(depth: int, name: str = "depth") -> None:
+    """Raise AddError (naming the option as ``name``) unless ``depth`` is one a crawl may have."""
+    if not 0 <= depth <= MAX_DEPTH:
+        raise AddError(f"{name} must be between 0 and {MAX_DEPTH}, got {depth}")
+
+
 def check_options(options: AddOptions) -> dict[str, str]:
     """Refuse what cannot run (depth, unknown plugins, invalid config); returns the crawl config."""
-    if not 0 <= options.depth <= MAX_DEPTH:
-        raise AddError(f"depth must be between 0 and {MAX_DEPTH}, got {options.depth}")
+    check_depth(options.depth)
     for name, value in (("max_urls", options.max_urls), ("crawl_timeout", options.crawl_timeout),
                         ("snapshot_max_size", options.snapshot_max_size)):
         if value < 0:
             raise AddError(f"{name} must be 0 or more, got {value}")
-    plugins = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
+    plugins = plugin_catalog()
     if options.remote:
         try:
             options = dataclasses.replace(options, config=check_remote(options.config, plugins.specs(), settings.REMOTE_CONFIG_KEYS))
@@ -147,6 +153,12 @@ def check_options(options: AddOptions) -> dict[str, str]:
     except ConfigError as err:
         raise AddError(f"invalid config: {err}") from None
     return config
+
+
+def schedule_config(config: dict, depth: int = 0, remote: bool = False) -> dict[str, str]:
+    """A schedule's crawl config, checked exactly as ``add -c`` checks it (and, set over the
+    network, as the REST API checks a remote caller's); AddError names the problem."""
+    return check_options(AddOptions(depth=depth, config={str(k): v for k, v in (config or {}).items()}, remote=remote))
 
 
 def add(seeds: list[Seed], options: AddOptions) -> Added:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from django.conf import settings
 
@@ -16,8 +17,9 @@ from archivebox.config import ConfigError, EngineConfig
 from archivebox.core.models import SNAPSHOTS_STEP, ArchiveResult, Crawl, Process, Snapshot
 from archivebox.hooks.catalog import catalog
 from archivebox.hooks.discovery import hook_order, is_daemon, is_finite, stopped_at_cleanup
-from archivebox.core.reads import PARK, crawl_option, expected_hooks, folder_size, owner_layers, parked, results_of
-from archivebox.core import rowsql
+from archivebox.core.reads import (PARK, crawl_option, expected_hooks, folder_size, follows_robots, host_limits, owner_layers, parked,
+                                   results_of)
+from archivebox.core import hostleases, robots, rowsql
 from archivebox.hooks.outcome import AttemptOutcome, Outcome
 from archivebox.tasks.judging import Attempt as JudgedAttempt
 from archivebox.tasks.judging import judge
@@ -28,7 +30,7 @@ from archivebox.transitions import crawl as crawl_t
 from archivebox.transitions import process as process_t
 from archivebox.transitions import snapshot as snapshot_t
 from archivebox.core.graphs import ArchiveResultGraph, CrawlGraph, ProcessGraph, SnapshotGraph
-from archivebox.transitions.effects import (ActivateSnapshots, CrawlStarted, CreateRootSnapshots, OwnerKind, RunHook, SnapshotStarted,
+from archivebox.transitions.effects import (ActivateSnapshots, CrawlStarted, CreateRootSnapshots, FetchRobots, OwnerKind, RunHook, SnapshotStarted,
                                             StopBackground, WakeStep)
 
 FINAL_RESULT = tuple(ArchiveResultGraph.finals)
@@ -263,12 +265,56 @@ def handle_snapshot(snapshot: Snapshot, *, now: dt.datetime, config: EngineConfi
     if snapshot.status == SnapshotGraph.queued:
         if crawl.status == CrawlGraph.failed:
             return Go(snapshot_t.transition_snapshot_give_up, {"error": "its crawl failed or was cancelled before it started"})
-        if Snapshot.objects.filter(status=SnapshotGraph.started).count() >= config.snapshot_max_active:
-            return Wait(parked(now), f"SNAPSHOT_MAX_ACTIVE={config.snapshot_max_active} snapshots in progress")
+        waiting = wait_for_host(snapshot, now) or obey_robots(snapshot, now, config)
+        if waiting:
+            return waiting
         return Go(snapshot_t.transition_snapshot_queued_to_started, {"check_at": now + seconds(config.sideeffect_lost_after)})
     if crawl.status == CrawlGraph.failed:
         return Go(snapshot_t.transition_snapshot_give_up, {"error": f"its crawl failed or was cancelled: {crawl.last_error[:200]}"})
     return walk_steps(snapshot, read_results("Snapshot", snapshot.pk), SNAPSHOT_STEPS, now, config)
+
+
+def wait_for_host(snapshot: Snapshot, now: dt.datetime) -> Wait | None:
+    """A queued snapshot starts only with a slot of its host that pacing reserved for it
+    (SNAPSHOT_MAX_ACTIVE, PER_HOST_SNAPSHOTS), at its booked start and at least its delay
+    after the host's last actual start (PER_HOST_DELAY), and not while its host rests after
+    a 429/503; None when it may start now."""
+    start_at = hostleases.reservation(snapshot.pk, snapshot.host, now)
+    if start_at is None:
+        return Wait(parked(now), f"waiting for a slot of its host {snapshot.host}", (ActivateSnapshots(snapshot.crawl_id),))
+    host = hostleases.state(snapshot.host)
+    if host.paused_until and host.paused_until > now:
+        return Wait(host.paused_until, f"its host {snapshot.host} rests until {host.paused_until.isoformat(timespec='seconds')}: "
+                                       f"{host.pause_reason}")
+    if host.last_started_at is not None:
+        try:
+            delay = host_limits(snapshot.crawl, snapshot.host).delay
+        except ConfigError:
+            delay = 0.0  # pacing refused to let it in with a bad config; it only lacks the gap here
+        start_at = max(start_at, host.last_started_at + seconds(delay))
+    if start_at > now:
+        return Wait(start_at, f"its host's next start is at {start_at.isoformat(timespec='milliseconds')} (PER_HOST_DELAY)")
+    return None
+
+
+def obey_robots(snapshot: Snapshot, now: dt.datetime, config: EngineConfig) -> Decision | None:
+    """With ROBOTS_TXT, a snapshot about to start first has its host's robots.txt read (a
+    side effect, under the slot the snapshot holds); an outlink it disallows is skipped."""
+    crawl = snapshot.crawl
+    try:
+        if not follows_robots(crawl):
+            return None
+        user_agent = crawl_option(crawl, "USER_AGENT") or ""
+    except ConfigError as err:
+        return Go(snapshot_t.transition_snapshot_give_up, {"error": f"config error: {err}"})
+    read = robots.rules(crawl.pk, snapshot.host)
+    if read is None:
+        parts = urlsplit(snapshot.url)
+        return Wait(recheck(now, config), f"reading robots.txt of {snapshot.host}",
+                    (FetchRobots(crawl.pk, snapshot.host, f"{parts.scheme}://{parts.netloc}"),))
+    if snapshot.depth > 0 and not read.allows(snapshot.url, user_agent):
+        return Go(snapshot_t.transition_snapshot_give_up, {"error": f"{robots.SKIPPED} of {snapshot.host} disallows it (ROBOTS_TXT)"})
+    return None
 
 
 # ArchiveResult -------------------------------------------------------------------
@@ -302,6 +348,10 @@ def start_or_wait(result: ArchiveResult, owner, now: dt.datetime, config: Engine
         return Go(result_t.transition_archiveresult_queued_to_skipped, {"reason": f"its {kind} was {owner.status} before this hook ran"})
     if owner.status != owner.graph.started or result.step > owner.current_step:
         return Wait(parked(now), f"waiting for step {result.step}")
+    pause = hostleases.paused(result.snapshot.host, now) if result.snapshot_id else None
+    if pause:
+        # Its end is when every hook of the host may fetch again: no wake-up is needed.
+        return Wait(pause[0], f"its host {result.snapshot.host} rests until {pause[0].isoformat(timespec='seconds')}: {pause[1]}")
     blocked = blocked_by(result)
     if blocked:
         # What it waits for wakes it when it is ready or ends; a stop it asked for is asked again at the recheck.
@@ -373,7 +423,11 @@ def judge_attempt(result: ArchiveResult, owner, now: dt.datetime, config: Engine
         # A row closed by the loop itself (its worker's machine went away): nobody saw it end.
         outcome = AttemptOutcome(Outcome.TRANSIENT, process.reason or "no outcome was recorded")
     record = (process.result_json or {}).get("result") or {}
-    return judge(JudgedAttempt(result, owner, outcome, record, now, RetryPolicy.of(config)))
+    resume_at = None
+    if outcome.kind is Outcome.RATE_LIMITED and result.snapshot_id:
+        pause = hostleases.paused(result.snapshot.host, now)
+        resume_at = pause[0] if pause else now
+    return judge(JudgedAttempt(result, owner, outcome, record, now, RetryPolicy.of(config), resume_at))
 
 
 def wait_for_attempt(result: ArchiveResult, process: AttemptView | None, owner, now: dt.datetime, config: EngineConfig) -> Decision:

@@ -38,6 +38,8 @@ class Attempt:
     record: Mapping[str, Any]
     now: dt.datetime
     policy: RetryPolicy
+    # RATE_LIMITED: when its host may be asked again (the end of the host's rest), if it rests.
+    resume_at: dt.datetime | None = None
 
     @property
     def output_json(self):
@@ -56,6 +58,17 @@ class Attempt:
                                f"interrupted ({self.outcome.reason}) and its {kind} was {self.owner.status} before it could run again")
         return self.policy.rerun(self.result, self.outcome.reason, self.output_json, self.now, pause)
 
+    def after_rest(self) -> Go:
+        """The site said "slow down": again, uncounted, once its host's rest is over (what
+        the site asked for if the host's rest is not known)."""
+        if self.resume_at is not None:
+            pause = max(0.0, (self.resume_at - self.now).total_seconds())
+        else:
+            pause = self.outcome.retry_after or 0.0
+        if self.owner.is_final:
+            return self.fail()
+        return self.policy.rerun(self.result, self.outcome.reason, self.output_json, self.now, pause, what="rate limited")
+
     def retry(self) -> Go:
         if self.owner.is_final:
             return self.fail()
@@ -73,6 +86,7 @@ RULES: dict[Outcome, Callable[[Attempt], Go]] = {
     Outcome.INTERRUPTED: lambda a: a.rerun(),
     Outcome.DISK_FULL: lambda a: a.rerun(a.policy.disk_full_pause),
     Outcome.TRANSIENT: Attempt.retry,
+    Outcome.RATE_LIMITED: Attempt.after_rest,
 }
 
 if set(RULES) != set(Outcome):

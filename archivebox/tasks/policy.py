@@ -56,12 +56,14 @@ class RetryPolicy:
         return Go(archiveresult_transitions.transition_archiveresult_started_to_failed,
                   {"output_str": f"{why} (gave up after {result.attempts} attempts)", "output_json": output_json})
 
-    def rerun(self, result: ArchiveResult, why: str, output_json, now: dt.datetime, pause: float = 0.0) -> Go:
-        """An attempt cut short, not by the hook: again after ``pause``, and it does not
-        count (the result's limit grows by one), unless the budget of such re-runs is spent."""
+    def rerun(self, result: ArchiveResult, why: str, output_json, now: dt.datetime, pause: float = 0.0,
+              what: str = "interrupted") -> Go:
+        """An attempt cut short, not by the hook (``what``: interrupted, rate limited): again
+        after ``pause``, and it does not count (the result's limit grows by one), unless the
+        budget of such re-runs is spent."""
         limit = self.limit(result)
         if limit - self.attempts >= self.interruptions:
             return self.retry(result, why, output_json, now)
         return Go(archiveresult_transitions.transition_archiveresult_started_to_queued,
-                  {"retry_at": now + dt.timedelta(seconds=pause), "output_str": f"attempt {result.attempts} interrupted: {why}",
+                  {"retry_at": now + dt.timedelta(seconds=pause), "output_str": f"attempt {result.attempts} {what}: {why}",
                    "output_json": output_json, "attempt_limit": limit + 1})

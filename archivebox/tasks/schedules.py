@@ -22,7 +22,7 @@ from django.db import transaction
 from django.db.models import F
 
 from archivebox.core.models import ArchiveResult, Crawl, Schedule, Snapshot
-from archivebox.core.models.schedule import next_run
+from archivebox.core.models.schedule import next_run, period_text
 from archivebox.tasks.actions import archive_indexed, retry_failed
 
 logger = logging.getLogger(__name__)
@@ -60,7 +60,8 @@ def fire(schedule: Schedule, now: dt.datetime, force: bool = False) -> Crawl | N
                 logger.info("schedule %s: nothing new to archive", schedule.pk)
                 return None
             crawl = Crawl.objects.create(urls="\n".join(urls), max_depth=schedule.depth, tags_str=schedule.tags_str,
-                                         label=f"schedule {schedule.pk} (every {schedule.every})", retry_at=now)
+                                         config=dict(schedule.config or {}),
+                                         label=f"schedule {schedule.pk} ({period_text(schedule.every)})", retry_at=now)
             Schedule.objects.filter(pk=schedule.pk).update(last_crawl=crawl)
     if crawl is None:
         maintain()  # after the period's claim is committed: it re-opens rows of its own

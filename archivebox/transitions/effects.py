@@ -79,6 +79,15 @@ class CrawlFinished(Effect):
     crawl_id: uuid.UUID
 
 
+@dataclass(frozen=True)
+class FetchRobots(Effect):
+    """Read ``origin``'s robots.txt for the crawl (ROBOTS_TXT), once per host per crawl."""
+
+    crawl_id: uuid.UUID
+    host: str
+    origin: str
+
+
 # Snapshots --------------------------------------------------------------------------
 
 @dataclass(frozen=True)

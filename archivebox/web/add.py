@@ -26,7 +26,8 @@ from archivebox.core.models import ArchiveResult, Crawl, Snapshot
 from archivebox.core.graphs import ArchiveResultGraph
 from archivebox.core.urlcheck import InvalidURL, check_url
 from archivebox.core.urlinput import InputError, candidates
-from archivebox.hooks.catalog import catalog, layers
+from archivebox.core.reads import plugin_catalog
+from archivebox.hooks.catalog import layers
 from archivebox.personas import store as persona_store
 from archivebox.personas.models import Persona
 from archivebox.tasks import registry
@@ -40,7 +41,7 @@ FINAL_RESULTS = ArchiveResultGraph.finals
 
 
 def plugin_choices() -> list[tuple[str, str]]:
-    return [(name, name) for name in sorted(catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).plugins)]
+    return [(name, name) for name in sorted(plugin_catalog().plugins)]
 
 
 class AddForm(forms.Form):
@@ -88,7 +89,7 @@ class AddForm(forms.Form):
         cleaned = super().clean()
         if "plugins" in cleaned:
             try:
-                catalog(settings.DATA_DIR, settings.PLUGIN_DIRS).validate(
+                plugin_catalog().validate(
                     layers(crawl_config=self.crawl_config(), file_values=settings.CONFIG_FILE_VALUES))
             except ConfigError as err:
                 raise forms.ValidationError(f"invalid config: {err}") from None
@@ -123,8 +124,13 @@ def add(request):
     return render(request, "web/add.html", {"form": form}, status=400 if form.errors else 200)
 
 
+# The crawl page lists (and its progress JSON follows) this many snapshots at most.
+LISTED = 500
+
+
 def progress(crawl: Crawl) -> dict:
-    """The crawl's state and counts, as the progress page shows them."""
+    """The crawl's state and counts, and the state of each listed snapshot, as the progress
+    page shows them (its rows change as their snapshots do, not only when the crawl ends)."""
     snapshots = dict(Snapshot.objects.filter(crawl=crawl).values_list("status").annotate(n=Count("id")))
     results = dict(ArchiveResult.objects.filter(crawl=crawl).values_list("status").annotate(n=Count("id")))
     results_total = sum(results.values())
@@ -134,7 +140,13 @@ def progress(crawl: Crawl) -> dict:
         "snapshots": {"total": sum(snapshots.values()), **snapshots},
         "results": {"total": results_total, "done": results_done, **results},
         "percent": round(100 * results_done / results_total) if results_total else (100 if crawl.retry_at is None else 0),
+        "rows": [{"id": str(pk), "status": status, "title": title}
+                 for pk, status, title in listed(crawl).values_list("pk", "status", "title")],
     }
+
+
+def listed(crawl: Crawl):
+    return crawl.snapshots.order_by("created_at")[:LISTED]
 
 
 @access.staff_with("core.view_crawl")
@@ -142,7 +154,7 @@ def crawl_detail(request, crawl_id: uuid.UUID):
     crawl = get_object_or_404(Crawl, pk=crawl_id)
     return render(request, "web/crawl.html", {
         "crawl": crawl, "progress": progress(crawl),
-        "snapshots": crawl.snapshots.order_by("created_at")[:500],
+        "snapshots": listed(crawl),
     })
 
 

@@ -14,6 +14,7 @@ plugin shows up too. Results that are not files (a title, a hash) are left out.
 from __future__ import annotations
 
 import mimetypes
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,8 @@ KIND_ORDER = {"page": 0, "image": 1, "pdf": 2, "text": 3}
 # Which capture opens first in the snapshot page's main frame, best first.
 MAIN_PREFERENCE = ("wget", "singlefile", "dom", "readability", "screenshot")
 THUMBNAIL_PLUGINS = ("screenshot",)
+# How the fetchers report an HTTP error: "404 Not Found".
+HTTP_ERROR = re.compile(r"^[45]\d\d\b")
 
 
 @dataclass(frozen=True)
@@ -116,3 +119,16 @@ def _fields(result) -> tuple[str, str, str]:
     if isinstance(result, dict):
         return result["plugin"], result["status"], result["output_str"]
     return result.plugin, result.status, result.output_str
+
+
+def http_error(results) -> str | None:
+    """``"404 Not Found"`` when the page answered an HTTP error as it was archived (the
+    ``headers`` plugin's record of the response), else None: the snapshot page says it once,
+    at the top, above captures of that error page."""
+    for result in results:
+        if result.plugin != "headers" or not isinstance(result.output_json, dict):
+            continue
+        status = result.output_json.get("status")
+        if isinstance(status, int) and status >= 400:
+            return result.output_str if str(status) in result.output_str else f"HTTP {status}"
+    return None

@@ -13,6 +13,7 @@ from django.utils.feedgenerator import Rss201rev2Feed
 
 from archivebox.api.models import user_of
 from archivebox.core.models import Snapshot
+from archivebox.core.urlcheck import mask_urls
 from archivebox.web import access
 
 FEED_ITEMS = 50
@@ -36,11 +37,11 @@ class NewSnapshotsFeed(Feed):
         return Snapshot.objects.prefetch_related("tags").order_by("-created_at")[:FEED_ITEMS]
 
     def item_title(self, item):
-        return item.title or item.url
+        return item.title or mask_urls(item.url)
 
     def item_description(self, item):
         tags = ", ".join(tag.name for tag in item.tags.all())
-        return f"{item.url}" + (f" (tags: {tags})" if tags else "")
+        return mask_urls(item.url) + (f" (tags: {tags})" if tags else "")
 
     def item_link(self, item):
         return reverse("web:snapshot", args=[item.pk])

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 
+from django.urls import reverse
 from django.utils.crypto import constant_time_compare, salted_hmac
 
 SALT = "archivebox.web.archive-link"
@@ -40,3 +41,17 @@ def token_is_valid(snapshot_id, token: str, now: float | None = None) -> bool:
     if not sep or not day.isdigit() or int(day) < today(now):
         return False
     return constant_time_compare(signature, sign(snapshot_id, int(day)))
+
+
+# The one collection pywb replays (see archivebox/webarchive/pywb_app.py).
+REPLAY_COLLECTION = "all"
+
+
+def replay_prefix(snapshot_id, token: str) -> str:
+    """``/snapshot/<id>/replay/<token>/``: the signed prefix of a snapshot's replay."""
+    return f"{reverse('web:replay', args=[snapshot_id])}{token}/"
+
+
+def replay_src(snapshot_id, target) -> str:
+    """The signed URL of the replay of ``target`` (a URL at a time: ``lookup.Target``)."""
+    return f"{replay_prefix(snapshot_id, token_for(snapshot_id))}{REPLAY_COLLECTION}/{target.path}"

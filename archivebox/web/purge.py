@@ -19,6 +19,7 @@ from huey_monitor.models import SignalInfoModel, TaskModel
 from archivebox.core.graphs import ProcessGraph
 from archivebox.core.models import Process
 from archivebox.web.dbrouter import monitor_db
+from archivebox.webarchive.release import prune_kept
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +54,8 @@ class PurgeReport:
     log_files: int = 0
     log_bytes: int = 0
     skipped_logs: list[str] = field(default_factory=list)
+    kept_warcs: int = 0  # kept WARC files of removed snapshots that nothing refers to any more
+    kept_warc_bytes: int = 0
 
 
 def _chunks(items: list, size: int = CHUNK):
@@ -130,4 +133,6 @@ def purge(cutoff: dt.datetime, logs_dir: Path, dry_run: bool = False) -> PurgeRe
     report = PurgeReport(cutoff=cutoff)
     purge_monitor(report, dry_run)
     purge_processes(report, logs_dir, dry_run)
+    # Originals kept for other snapshots' revisits, once no revisit refers to them (whatever their age).
+    report.kept_warcs, report.kept_warc_bytes = prune_kept(dry_run)
     return report

@@ -20,6 +20,7 @@ from django.contrib.admin.views.decorators import staff_member_required
 from django.http import Http404
 from django.shortcuts import render
 
+from archivebox import fulltext
 from archivebox.core.filters import snapshots_of_url
 from archivebox.core.models import Snapshot
 
@@ -48,15 +49,12 @@ def snapshot_text(snapshot: Snapshot, search_db: Path) -> tuple[str, str] | None
 
 
 def _indexed_text(snapshot_id, search_db: Path) -> tuple[str, str] | None:
-    if not search_db.exists():
-        return None
     try:
-        with sqlite3.connect(f"file:{search_db}?mode=ro", uri=True, timeout=5) as conn:
-            row = conn.execute("SELECT text FROM search_docs WHERE snapshot_id = ?", (str(snapshot_id),)).fetchone()
+        text = fulltext.indexed_text(search_db, snapshot_id)
     except sqlite3.Error as err:
         logger.warning("cannot read the search index %s: %s", search_db, err)
         return None
-    return (row[0][:MAX_TEXT], "search index") if row else None
+    return (text[:MAX_TEXT], "search index") if text is not None else None
 
 
 @dataclass(frozen=True)
@@ -91,11 +89,27 @@ def _pick(snapshots: list[Snapshot], value: str) -> Snapshot | None:
     return found
 
 
-@login_required
-def url_timeline(request):
+def url_of(request) -> str:
+    """The URL whose timeline is asked for: ``?url=``, or ``?snapshot=<id>`` (the snapshot
+    page links that way, so a URL's credentials never land in a link or a server log)."""
+    if request.GET.get("snapshot"):
+        try:
+            snapshot_id = uuid.UUID(request.GET["snapshot"])
+        except ValueError:
+            raise Http404("not a snapshot id") from None
+        found = Snapshot.objects.filter(pk=snapshot_id).values_list("url", flat=True).first()
+        if found is None:
+            raise Http404("no such snapshot")
+        return found
     url = request.GET.get("url", "").strip()
     if not url:
         raise Http404("no URL given")
+    return url
+
+
+@login_required
+def url_timeline(request):
+    url = url_of(request)
     snapshots = list(snapshots_of_url(url).prefetch_related("tags"))
     if not snapshots:
         raise Http404("no snapshot of this URL")
@@ -103,7 +117,7 @@ def url_timeline(request):
     context = {"url": url, "snapshots": snapshots, "a": a, "b": b}
     if a and b:
         old, new = sorted((a, b), key=lambda s: s.created_at)
-        search_db = settings.DATA_DIR / "search.sqlite3"
+        search_db = fulltext.database(settings.DATA_DIR)
         old_text, new_text = snapshot_text(old, search_db), snapshot_text(new, search_db)
         context.update(old=old, new=new, old_source=old_text and old_text[1], new_source=new_text and new_text[1])
         if old_text and new_text:

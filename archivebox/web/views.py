@@ -14,13 +14,12 @@ from __future__ import annotations
 import logging
 import mimetypes
 import uuid
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
-from django.core.paginator import Paginator
 from django.db import DatabaseError
-from django.db.models import Count, Q
-from django.http import FileResponse, Http404, JsonResponse
+from django.http import FileResponse, Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -28,10 +27,13 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET
 
+from archivebox.core import counting, hostleases, search
 from archivebox.core.graphs import ArchiveResultGraph
 from archivebox.core.models import ArchiveResult, Snapshot
-from archivebox.web import access, captures, files, links
+from archivebox.web import access, captures, files, links, rebase
 from archivebox.web.health import liveness
+from archivebox.webarchive import lookup
+from archivebox.webarchive.replay import REPLAY
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +52,8 @@ ACTIVE_TYPES = ("text/html", "application/xhtml+xml", "image/svg+xml", "text/xml
 # and be framed only by our own pages.
 PDF_CSP = "default-src 'none'; form-action 'none'; base-uri 'none'; frame-ancestors 'self'"
 PAGE_SIZE = 50
+# Pages beyond this are refused (an offset that large is a scan, and nobody pages that far).
+MAX_PAGE = 100_000
 SNIFF_BYTES = 4096
 PREVIEW_NAMES = ("index.html", "output.html", "singlefile.html")
 
@@ -67,38 +71,106 @@ def health(request):
 
 @access.index_page
 def snapshot_list(request):
-    snapshots = Snapshot.objects.select_related("crawl").prefetch_related("tags").annotate(
-        results_total=Count("results"), results_failed=Count("results", filter=Q(results__status=ArchiveResultGraph.failed)))
+    """The index: newest first, a page at a time, searched by ArchiveBox's modes, by tag, by state.
+
+    Its cost does not grow with the collection: the rows of a page come from an index, the
+    per-row figures (results, failures, screenshot) from queries over that page's ids, and
+    the total is counted only up to COUNT_CAP (or estimated) when counting costs a scan."""
     query = request.GET.get("q", "").strip()
+    tag = request.GET.get("tag", "").strip()
     status = request.GET.get("status", "").strip()
-    if query:
-        snapshots = snapshots.filter(Q(url__icontains=query) | Q(title__icontains=query))
+    problems = []
+    try:
+        mode = search.mode_of(request.GET.get("query_type"))
+    except search.SearchError as err:
+        problems.append(str(err))
+        mode = "all"
+    if status and status not in Snapshot.graph.states:
+        problems.append(f"status must be one of {', '.join(Snapshot.graph.states)}, got {status!r}")
+        status = ""
+    found = search.Found(Snapshot.objects.all())
     if status:
-        snapshots = snapshots.filter(status=status)
-    page = Paginator(snapshots.order_by("-created_at"), PAGE_SIZE).get_page(request.GET.get("page"))
+        found.snapshots = found.snapshots.filter(status=status)
+    if tag:
+        tagged = search.with_tag(found.snapshots, tag)
+        found = search.Found(tagged.snapshots, at_least=tagged.at_least)
+    if query:
+        try:
+            searched = search.search(found.snapshots, query, mode, settings.DATA_DIR / "search.sqlite3")
+            found = search.Found(searched.snapshots, max(found.at_least, searched.at_least), searched.truncated)
+        except search.SearchError as err:
+            problems.append(str(err))
+    number = page_number(request.GET.get("page"))
+    offset = (number - 1) * PAGE_SIZE
+    rows = list(found.snapshots.order_by("-created_at").prefetch_related("tags")[offset:offset + PAGE_SIZE + 1])
+    has_next, rows = len(rows) > PAGE_SIZE, rows[:PAGE_SIZE]
+    total = counting.count(found.snapshots, at_least=found.at_least)
+    filtered = bool(query or tag or status)
     return render(request, "web/snapshot_list.html", {
-        "page": page, "query": query, "status": status,
+        "query": query, "mode": mode, "mode_label": search.LABELS.get(mode, mode), "modes": [(m, search.LABELS[m]) for m in search.MODES], "status": status, "tag": tag,
+        "problems": problems, "total": total, "filtered": filtered, "truncated": found.truncated,
+        "number": number, "has_next": has_next, "has_previous": number > 1,
+        "last_page": total.pages(PAGE_SIZE) if total.exact else None,
+        "query_string": request.GET.copy(),
         # A signed link opens all of a snapshot's files: only for those who may see them.
-        "rows": with_thumbnails(page.object_list) if access.can_see_snapshots(request.user) else
-                [(snapshot, None) for snapshot in page.object_list],
+        "rows": page_rows(rows, with_thumbnails=access.can_see_snapshots(request.user),
+                          snippets=search.snippets(query, [s.pk for s in rows], settings.DATA_DIR / "search.sqlite3")
+                          if query and mode in ("all", "fulltext") and rows else {}),
         "statuses": [name for name, _ in Snapshot.graph.choices()],
     })
 
 
-def with_thumbnails(snapshots) -> list[tuple[Snapshot, str | None]]:
-    """Each snapshot with the signed URL of its screenshot (or None), from one query of results."""
-    snapshots = list(snapshots)
-    results: dict = {}
-    rows = ArchiveResult.objects.filter(snapshot__in=snapshots, status=ArchiveResultGraph.succeeded).values(
-        "snapshot_id", "plugin", "status", "output_str")
-    for row in rows:
-        if row["output_str"] and captures.kind_of(row["output_str"]) == "image":
-            results.setdefault(row["snapshot_id"], []).append(row)
-    paired = []
-    for snapshot in snapshots:
-        shot = captures.thumbnail(captures.of_snapshot(settings.ARCHIVE_DIR, snapshot.pk, results.get(snapshot.pk, [])))
-        paired.append((snapshot, signed_url(snapshot.pk, shot.path) if shot else None))
-    return paired
+def page_number(value: str | None) -> int:
+    """``?page=`` as a number from 1 (anything else is the first page)."""
+    try:
+        return max(1, min(int(value or 1), MAX_PAGE))
+    except ValueError:
+        return 1
+
+
+@dataclass
+class Row:
+    """One snapshot of a list page, with what the page shows beside it."""
+
+    snapshot: Snapshot
+    thumbnail: str | None = None
+    results: int = 0
+    failed: int = 0
+    http_error: str = ""  # "404 Not Found" when the page answered an HTTP error
+    page_failures: int = 0  # failed results that failed with that same answer
+    snippet: str = ""
+
+    @property
+    def other_failures(self) -> int:
+        return self.failed - self.page_failures
+
+
+def page_rows(snapshots: list[Snapshot], with_thumbnails: bool, snippets: dict) -> list[Row]:
+    """The page's rows, from one query over its snapshots' results (their index): counts, the
+    page's HTTP error (said once, not as a failure per plugin), and screenshots."""
+    rows = {snapshot.pk: Row(snapshot, snippet=snippets.get(str(snapshot.pk), "")) for snapshot in snapshots}
+    # By snapshot only: a filter on status here made SQLite, which keeps no statistics, read
+    # every succeeded result of the collection through the status index.
+    results = list(ArchiveResult.objects.filter(snapshot_id__in=list(rows)).values_list("snapshot_id", "plugin", "status", "output_str"))
+    for snapshot_id, plugin, status, output_str in results:
+        row = rows[snapshot_id]
+        row.results += 1
+        row.failed += status == ArchiveResultGraph.failed
+        if plugin == "headers" and status == ArchiveResultGraph.failed and captures.HTTP_ERROR.match(output_str):
+            row.http_error = output_str
+    for snapshot_id, _plugin, status, output_str in results:
+        row = rows[snapshot_id]
+        row.page_failures += bool(row.http_error) and status == ArchiveResultGraph.failed and output_str == row.http_error
+    if with_thumbnails:
+        images = {}
+        for snapshot_id, plugin, status, output_str in results:
+            if status == ArchiveResultGraph.succeeded and output_str and captures.kind_of(output_str) == "image":
+                images.setdefault(snapshot_id, []).append({"plugin": plugin, "status": status, "output_str": output_str})
+        for snapshot_id, candidates in images.items():
+            shot = captures.thumbnail(captures.of_snapshot(settings.ARCHIVE_DIR, snapshot_id, candidates))
+            if shot:
+                rows[snapshot_id].thumbnail = signed_url(snapshot_id, shot.path)
+    return list(rows.values())
 
 
 def _preview(entries: list[files.Entry]) -> str | None:
@@ -117,16 +189,34 @@ def snapshot_detail(request, snapshot_id: uuid.UUID):
     results = list(snapshot.results.order_by("step", "hook_name"))
     found = captures.of_snapshot(settings.ARCHIVE_DIR, snapshot.pk, results)
     main = captures.main_capture(found)
+    http_error = captures.http_error(results)
+    user = request.user
+    archive = lookup.snapshot_archive(snapshot)
+    # The web archive's replay is the first capture card, when this machine can replay it.
+    target = lookup.replay_target(snapshot) if archive["files"] and REPLAY.available() else None
     return render(request, "web/snapshot_detail.html", {
+        "archive": archive if archive["files"] else None,
+        "replay": {"src": links.replay_src(snapshot.pk, target), "target": target, **archive} if target else None,
         "snapshot": snapshot,
-        "staff": access.is_staff(request.user),
+        "waiting": hostleases.why_waiting(snapshot, timezone.now()),
+        "staff": access.is_staff(user),
+        "can_delete": access.is_staff(user) and user.has_perm("core.delete_snapshot"),
+        "can_resnapshot": access.is_staff(user) and user.has_perm("core.add_crawl"),
+        "can_change": access.is_staff(user) and user.has_perm("core.change_snapshot"),
         "token": links.token_for(snapshot.pk),
         "results": results,
+        "http_error": http_error,
+        # Results that failed with the page's own answer: said once, at the top, not in red each.
+        "page_failures": {r.pk for r in results if http_error and r.status == ArchiveResultGraph.failed and r.output_str == http_error},
         "entries": entries,
         "truncated": truncated,
         "total_size": sum(entry.size for entry in entries),
         "captures": found,
         "main": main,
+        # The sandboxed frame shows the main capture, or (when that is a PDF) the first that is not.
+        "framed": next((c for c in ([main] if main else []) + found if c.kind != "pdf"), None),
+        "pdfs": sorted((c for c in found if c.kind == "pdf"), key=lambda c: c != main),
+        "replay_count": 1 if target else 0,
         "preview": None if main else _preview(entries),
     })
 
@@ -202,6 +292,12 @@ def archived_file_signed(request, snapshot_id: uuid.UUID, token: str, path: str 
         response["Referrer-Policy"] = "no-referrer"
         return response
     response = FileResponse(stream, content_type=content_type)
+    if content_type.split(";")[0] in ("text/html", "application/xhtml+xml"):
+        snapshot = Snapshot.objects.get(pk=snapshot_id)
+        replaced = rebase.rebased(target, snapshot_id, token, lookup.replay_target(snapshot))
+        if replaced is not None:  # a saved page's relative URLs: into the web archive
+            stream.close()
+            response = HttpResponse(replaced, content_type=content_type)
     response["Content-Security-Policy"] = PDF_CSP if content_type == "application/pdf" else ARCHIVE_CSP
     response["X-Content-Type-Options"] = "nosniff"
     response["Referrer-Policy"] = "no-referrer"

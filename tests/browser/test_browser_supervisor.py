@@ -50,13 +50,13 @@ def test_a_lease_starts_one_browser_shared_by_the_next(browser):
         assert (row.status, row.pid, row.label) == ("running", first.pid, "chromium")
         with browser.lease() as second:
             assert (second.cdp_url, second.pid) == (first.cdp_url, first.pid)  # the same browser, one more tab
-            assert browser.in_use() == 2
-            # each lease holds a tab slot of its own, whose file lives in the browser's profile
-            assert second.tab_file != first.tab_file
+            # each lease holds a tab slot of its own (the lowest free one), whose file lives in the browser's profile
+            assert (os.path.basename(first.tab_file), os.path.basename(second.tab_file)) == ("0.json", "1.json")
             assert os.path.dirname(first.tab_file) == os.path.join(row.pwd, "tabs")
         with browser.lease() as third:
             assert third.tab_file == second.tab_file  # a slot given back is taken again
-    assert browser.in_use() == 0
+    with browser.lease() as again:
+        assert again.tab_file == first.tab_file  # every slot was given back: the lowest is free
     profile = row.pwd
     browser.stop()
     row.refresh_from_db()
@@ -218,8 +218,10 @@ def test_a_hook_run_gets_the_endpoint_and_its_left_tab_is_closed(tmp_path):
         # a background hook (a crawl-long service) shares the browser without holding a tab
         service_env = {}
         with browsing.browser_for({"CHROME_CDP_URL": {}}, service_env, tmp_path / "crawl", hook_dir, background=True) as svc:
-            assert service_env["CHROME_CDP_URL"] == svc.cdp_url and BROWSER.in_use() == 0
+            assert service_env["CHROME_CDP_URL"] == svc.cdp_url
             assert "CHROME_TAB_FILE" not in service_env  # it holds no tab slot
+            with BROWSER.lease() as tab:
+                assert os.path.basename(tab.tab_file) == "0.json"  # the first slot is still free
     finally:
         BROWSER.stop()
         BROWSER.reopen()

@@ -1,4 +1,6 @@
-"""Hand-written statements of the tick path: what they load is what the ORM would load."""
+"""rowsql: the hand-written statements of the tick path load what the ORM would load, and
+its ORM reads and inserts keep the promises its callers rely on (one statement, lazy
+fields left unloaded, conflicts skipped)."""
 
 from __future__ import annotations
 
@@ -155,3 +157,32 @@ def test_a_claim_of_given_ids_looks_them_up_by_primary_key_not_along_the_due_ind
         plan = " ".join(str(row[-1]) for row in cursor.fetchall())
     assert "core_snapshot_due" not in plan, plan
     assert "PRIMARY KEY" in plan.upper() or "autoindex" in plan, plan
+
+
+def test_values_reads_what_the_orm_filter_reads_with_lookups_order_and_limit():
+    crawls, created = results_of_two_crawls()
+    ArchiveResult.objects.filter(pk=created[1].pk).update(step=5, status="succeeded", retry_at=None)
+    snapshot = created[0].snapshot
+    cases = [
+        ({"snapshot": snapshot.pk, "step__lte": 3, "retry_at__isnull": False}, dict(snapshot=snapshot, step__lte=3, retry_at__isnull=False)),
+        ({"crawl": crawls[0].pk, "snapshot__isnull": True}, dict(crawl=crawls[0], snapshot__isnull=True)),
+        ({"crawl": crawls[0].pk, "step__gt": 0, "retry_at__isnull": True}, dict(crawl=crawls[0], step__gt=0, retry_at__isnull=True)),
+        ({"plugin__in": ["p0", "p1"], "background": False}, dict(plugin__in=["p0", "p1"], background=False)),
+    ]
+    for where, orm in cases:
+        expected = list(ArchiveResult.objects.filter(**orm).order_by("plugin", "id").values_list("id", "plugin", "retry_at"))
+        assert rowsql.values(ArchiveResult, ("id", "plugin", "retry_at"), where, order_by="plugin, id") == expected, where
+        assert rowsql.values(ArchiveResult, ("id", "plugin", "retry_at"), where, order_by="plugin, id", limit=1) == expected[:1]
+    assert expected  # the cases select something
+
+
+def test_the_hook_runs_owner_is_woken_only_once_no_foreground_result_of_its_step_is_left():
+    from archivebox.sideeffects.results import unfinished_foreground
+    crawls, created = results_of_two_crawls()
+    snapshot, crawl = created[0].snapshot, crawls[0]
+    assert unfinished_foreground(snapshot.pk, crawl.pk, 0)  # two queued results at step 0
+    ArchiveResult.objects.filter(snapshot=snapshot).update(status="succeeded", retry_at=None)
+    assert not unfinished_foreground(snapshot.pk, crawl.pk, 0)
+    assert unfinished_foreground(None, crawl.pk, 0)  # the crawl's own hook is still queued
+    ArchiveResult.objects.filter(crawl=crawl, snapshot__isnull=True).update(background=True)
+    assert not unfinished_foreground(None, crawl.pk, 0)  # a background one does not hold the step

@@ -1,8 +1,12 @@
 """Pooled threads: a job never waits behind another, threads (and their database
-connections) are reused, idle threads end, and delayed calls share one waiting thread."""
+connections) are reused, idle threads end, delayed calls share one waiting thread, and a
+running job never keeps its process from exiting."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -113,3 +117,30 @@ def test_with_a_limit_jobs_beyond_it_wait_their_turn_in_order():
     assert pool.join(10) == 0
     assert running == [0, 1, 2, 3, 4] and sorted(finished) == [0, 1, 2, 3, 4]
     assert len({thread.name for thread in threading.enumerate() if thread.name.startswith("limited-")}) == 2
+
+
+EXITS_WITH_A_JOB_RUNNING = """
+import os, sys, threading
+from archivebox import boot
+boot.setup()
+from archivebox.process.threadpool import ThreadPool
+started = threading.Event()
+ThreadPool("supervisors").submit(lambda: (started.set(), threading.Event().wait(600)))
+started.wait(10)
+print("job running, main thread ends", flush=True)
+"""
+
+
+def test_a_process_exits_while_a_pooled_job_still_runs(tmp_path):
+    """The pool's threads are daemon threads: a worker that stops leaves a hook supervisor
+    that is still running behind (the sweep adopts its hook), rather than waiting for it at
+    exit as concurrent.futures' threads would."""
+    proc = subprocess.Popen([sys.executable, "-c", EXITS_WITH_A_JOB_RUNNING], env={**os.environ, "DATA_DIR": str(tmp_path)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: proc.poll() is not None, timeout=60, message="the process to exit with its job still running")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    out, err = proc.communicate()
+    assert proc.returncode == 0 and "job running" in out, err

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import zipfile
 from pathlib import Path
@@ -51,7 +52,28 @@ def abx_plugins_dir() -> Path:
     return plugins
 
 
-def test_abx_plugins_end_as_under_archivebox(tmp_path, abx_plugins_dir):
+@pytest.fixture(scope="module")
+def installed_abx_plugins_dir() -> Path:
+    """abx-plugins installed as a package (``pip install``) in a Python 3.12 environment of its
+    own, as on Ubuntu 24.04: its ``plugins`` folder inside that environment's site-packages."""
+    env = CACHE.with_name(CACHE.name + "-py3.12-env")
+    plugins = env / "lib" / "python3.12" / "site-packages" / "abx_plugins" / "plugins"
+    if not plugins.is_dir():
+        try:
+            python, _ = find_python("==3.12.*")
+        except NoPython as err:
+            pytest.fail(f"this test needs a Python 3.12 on the machine: {err}")
+        subprocess.run([str(python), "-m", "venv", str(env)], check=True)
+        subprocess.run([str(env / "bin" / "python"), "-m", "pip", "install", "-q", ABX_PLUGINS], check=True)
+    return plugins
+
+
+# The release installed in a Python 3.12 environment, its hooks run warm (forks of a fork
+# server in that environment's interpreter); its unpacked wheel's plugins folder on
+# PLUGIN_DIRS, each hook run in a new interpreter (FORKSERVER=false) of the hooks' runtime.
+@pytest.mark.parametrize("layout, forkserver", [("installed", "true"), ("unpacked", "false")])
+def test_abx_plugins_end_as_under_archivebox(tmp_path, request, layout, forkserver):
+    plugins_dir = request.getfixturevalue("abx_plugins_dir" if layout == "unpacked" else "installed_abx_plugins_dir")
     reference = json.loads((HERE / "abx_reference.json").read_text())
     site = tmp_path / "site"
     site.mkdir()
@@ -60,8 +82,16 @@ def test_abx_plugins_end_as_under_archivebox(tmp_path, abx_plugins_dir):
     with SiteServer(site) as server:
         inputs = build_site(site, server.base_url)
         server.delays.update(slow_paths(site))
-        run = run_here(data, inputs, SWEEP, abx_plugins_dir, server.base_url, timeout=600, env=collection.env)
+        run = run_here(data, inputs, SWEEP, plugins_dir, server.base_url, timeout=600,
+                       env={**collection.env, "FORKSERVER": forkserver})
     assert run["exit"] == 0
+    with sqlite3.connect(data / "index.sqlite3") as db:
+        hooks = db.execute("SELECT cmd FROM core_process WHERE kind='hook' AND cmd LIKE '%.py%'").fetchall()
+        servers = db.execute("SELECT COUNT(*) FROM core_process WHERE kind='forkserver' AND cmd LIKE '%--as-script%'").fetchone()[0]
+    interpreters = {json.loads(cmd)[0] for (cmd,) in hooks}
+    if layout == "installed":  # the environment's own interpreter, never the hooks' runtime
+        assert interpreters == {str(plugins_dir.parents[4] / "bin" / "python3.12")}
+    assert (servers > 0) == (forkserver == "true")
     differences = []
     for name, expected_results in sorted(reference.items()):
         for plugin in SWEEP.split(","):

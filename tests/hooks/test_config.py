@@ -118,12 +118,15 @@ def test_values_that_pass_every_keyword_are_kept(key, raw, expected):
 
 
 @pytest.mark.parametrize("spec, fragment", [
-    ({"type": "string", "pattern": "(unclosed"}, "'pattern' '(unclosed' is not a valid regular expression"),
-    ({"type": "string", "maxLength": -1}, "'maxLength' must be a non-negative integer"),
+    ({"type": "string", "pattern": "(unclosed"}, "'pattern' must be a valid regular expression, got '(unclosed'"),
+    ({"type": "string", "maxLength": -1}, "'maxLength' must be >= 0, got -1"),
     ({"type": "integer", "minimum": "1"}, "'minimum' must be a number"),
     ({"type": "number", "multipleOf": 0}, "'multipleOf' must be > 0"),
     ({"type": "string", "enum": "a"}, "'enum' must be a list"),
     ({"type": "array", "items": {"type": "string", "pattern": "["}}, "BAD_KEY items: 'pattern'"),
+    ({"type": "tuple"}, "'type' is invalid: 'tuple' is not valid under any of the given schemas"),
+    ({"type": "object", "required": "k"}, "'required' must be a list, got 'k'"),
+    (True, "the key's schema must be an object, got True"),
 ])
 def test_an_unusable_keyword_in_config_json_is_refused_when_read(tmp_path, spec, fragment):
     from archivebox.hooks.config import load_schema
@@ -131,6 +134,29 @@ def test_an_unusable_keyword_in_config_json_is_refused_when_read(tmp_path, spec,
     with pytest.raises(ConfigError) as err:
         load_schema(tmp_path)
     assert str(err.value).startswith(f"{tmp_path / 'config.json'}: BAD_KEY") and fragment in str(err.value), str(err.value)
+
+
+LIBRARY = plugin_schema("library", {
+    "LIBRARY_OBJ": {"type": "object", "default": {"k": 1}, "required": ["k"], "additionalProperties": {"type": "integer"}},
+    "LIBRARY_ANY": {"type": ["integer", "string"], "default": 1, "anyOf": [{"type": "integer", "minimum": 1}, {"type": "string", "pattern": "^auto$"}]},
+    "LIBRARY_NOT": {"type": "string", "default": "x", "not": {"enum": ["root"]}},
+})
+
+
+@pytest.mark.parametrize("key, raw, fragment", [
+    ("LIBRARY_OBJ", '{"j": 2}', "LIBRARY_OBJ: is invalid: 'k' is a required property, got '{\"j\": 2}'"),
+    ("LIBRARY_OBJ", '{"k": "one"}', "LIBRARY_OBJ[k]: must be an integer, got 'one'"),
+    ("LIBRARY_ANY", "0", "LIBRARY_ANY: must be >= 1, got '0'"),
+    ("LIBRARY_NOT", "root", "LIBRARY_NOT: is invalid: "),
+])
+def test_every_json_schema_keyword_is_enforced_not_only_a_subset(key, raw, fragment):
+    """jsonschema validates the typed value: keywords the engine has no words of its own for
+    are reported in jsonschema's, still one line naming plugin, key and value."""
+    with pytest.raises(ConfigError) as err:
+        resolve(LIBRARY, [{key: raw}], plugin="library")
+    message = str(err.value)
+    assert message.startswith("library: ") and fragment in message and "\n" not in message, message
+    assert resolve(LIBRARY, [{"LIBRARY_ANY": "auto", "LIBRARY_OBJ": '{"k": 3, "j": 4}'}])["LIBRARY_ANY"] == "auto"
 
 
 def test_aliases_are_accepted_and_a_more_specific_layer_wins_over_the_name_used():

@@ -14,7 +14,6 @@ from archivebox.hooks import catalog as catalog_module
 from archivebox.hooks.catalog import PluginCatalog, layers
 from archivebox.hooks.discovery import (
     BUILTIN_PLUGINS_DIR,
-    extract_step,
     find_hooks,
     find_plugins,
     is_background,
@@ -59,8 +58,7 @@ def test_a_hook_file_name_gives_model_step_order_and_background(name, model, ste
     assert hook is not None
     assert (hook.model, hook.step, hook.order, hook.background, hook.labels, hook.ext) == (model, step, order, background, labels, ext)
     assert hook.hook_name == name and hook.plugin == "p"
-    # the runtime helpers agree with the parse
-    assert extract_step(name) == step
+    # the runtime helper agrees with the parse
     assert is_background(name) == background
 
 

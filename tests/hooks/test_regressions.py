@@ -296,7 +296,8 @@ def test_a_forked_hook_imports_nothing_the_fork_server_has_not_preloaded(tmp_pat
              "forkserver.preload(); "
              "print(json.dumps(sorted(sys.modules)))")
     done = subprocess.run([sys.executable, "-I", "-c", probe], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(Path(forkserver.__file__).resolve().parents[2])})
+                          env={**os.environ, "PYTHONPATH": str(Path(forkserver.__file__).resolve().parents[2]),
+                               "FORKSERVER_PRELOAD": ",".join(forkclient.ENGINE_PRELOAD)})
     assert done.returncode == 0, done.stderr
     preloaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
     assert sorted(in_child - preloaded) == []

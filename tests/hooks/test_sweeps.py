@@ -320,11 +320,14 @@ def running_hang(coll) -> dict | None:
     return dict(rows[0]) if (folder / "ready").exists() else None
 
 
-@pytest.mark.parametrize("forkserver", ["false", "true"])  # Python hooks as plain subprocesses, then as forks
-def test_a_sigkilled_sideeffects_consumers_hook_is_adopted_on_start_and_its_timeout_still_applies(tmp_path, forkserver):
+# Python hooks as plain subprocesses, then as forks of the engine's fork server, then (h_hang312,
+# which asks for Python >= 3.12) as forks of a fork server in the hooks' own interpreter.
+@pytest.mark.parametrize("forkserver, plugin", [("false", "h_hang"), ("true", "h_hang"), ("true", "h_hang312")])
+def test_a_sigkilled_sideeffects_consumers_hook_is_adopted_on_start_and_its_timeout_still_applies(tmp_path, forkserver, plugin):
     """The hook outlives its SIGKILLed worker; the next consumer adopts it on start (no
     periodic sweep meanwhile) and enforces its timeout, stopping its whole family."""
-    coll = collection(tmp_path, "h_hang", H_HANG_TIMEOUT="12", HOOK_MAX_ATTEMPTS="1", SWEEP_INTERVAL="600", FORKSERVER=forkserver)
+    coll = collection(tmp_path, plugin, **{f"{plugin.upper()}_TIMEOUT": "12"}, HOOK_MAX_ATTEMPTS="1", SWEEP_INTERVAL="600",
+                      FORKSERVER=forkserver)
     coll.cli("add", "--bg", "https://example.com/orphan")
     coll.start_consumer("ticks", 2)
     first = coll.start_consumer("sideeffects", 4)
@@ -333,6 +336,9 @@ def test_a_sigkilled_sideeffects_consumers_hook_is_adopted_on_start_and_its_time
         hook = wait_until(lambda: running_hang(coll), timeout=30, message="the hook to run with its descendants")
         family = hang_descendants(Path(hook["pwd"]))
         assert set(family) == {"hook", "child", "grandchild", "escaped", "daemon"}
+        if plugin == "h_hang312":  # forked by a server in the hooks' interpreter, not the engine's
+            servers = coll.query("SELECT pid, label FROM core_process WHERE kind='forkserver' AND status='running'")
+            assert psutil.Process(family["hook"]).ppid() in {row["pid"] for row in servers if "hookenv" in row["label"]}
         os.kill(first.pid, signal.SIGKILL)
         first.wait()
         second = coll.start_consumer("sideeffects", 4)

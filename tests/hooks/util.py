@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from archivebox.config import EngineConfig
 from archivebox.core.models import SNAPSHOTS_STEP, ArchiveResult, Crawl, Process, Snapshot
-from archivebox.hooks.discovery import extract_step, is_background
+from archivebox.hooks.discovery import is_background, parse_hook_name
 from archivebox.sideeffects import hooks as hook_effects
 from archivebox.sideeffects.hooks import run_hook
 from archivebox.tasks import registry as actor_registry
@@ -139,7 +139,7 @@ def started_result(owner, plugin: str, hook_name: str, attempts: int = 1) -> Arc
     snapshot = owner if isinstance(owner, Snapshot) else None
     crawl = snapshot.crawl if snapshot else owner
     return ArchiveResult.objects.create(crawl=crawl, snapshot=snapshot, plugin=plugin, hook_name=hook_name,
-                                        step=extract_step(hook_name), background=is_background(hook_name), status="started",
+                                        step=parse_hook_name(Path(hook_name), plugin).step, background=is_background(hook_name), status="started",
                                         attempts=attempts, started_at=now, retry_at=now + HOUR)
 
 

@@ -151,10 +151,10 @@ def check_hook_contract(run):
         assert len(run.results) == 1, f"more than one ArchiveResult\n{run}"
         assert run.records[-1]["type"] == "ArchiveResult", f"ArchiveResult is not the last record\n{run}"
         result = run.results[0]
-        assert result["status"] in ("succeeded", "failed", "skipped"), run
+        assert result["status"] in ("succeeded", "failed", "skipped", "noresults"), run
         assert isinstance(result.get("output_str"), str), run
-        if result["status"] in ("failed", "skipped"):
-            assert result["output_str"], f"failed/skipped needs a reason\n{run}"
+        if result["status"] in ("failed", "skipped", "noresults"):
+            assert result["output_str"], f"failed/skipped/noresults needs a reason\n{run}"
     else:
         assert not any(r.get("status") == "succeeded" for r in run.results), run
     urls = run.urls()

@@ -100,6 +100,23 @@ def test_http_error_is_failed_without_captures(site, snapshot_factory, chrome_tm
     _assert_clean(chrome_tmp)
 
 
+@needs_chrome
+def test_a_pdf_url_is_no_page_to_capture(tmp_path, snapshot_factory, chrome_tmp):
+    """Regression: a URL that is a PDF got a black screenshot, a print of the PDF viewer and its
+    DOM as captures; the browser shows a PDF in a viewer, so they are skipped, saying why."""
+    from localsite import SiteServer, pdf_bytes
+    (tmp_path / "report.pdf").write_bytes(pdf_bytes("A report", "Some text"))
+    with SiteServer(str(tmp_path)) as server:
+        snap = snapshot_factory(server.base_url + "/report.pdf")
+        run = snap.run("chrome", env={"TMPDIR": chrome_tmp})
+        assert run.returncode == 0 and run.status == "succeeded", run
+        for plugin in CAPTURE_PLUGINS:
+            capture = snap.run(plugin)
+            assert capture.status == "skipped", capture
+            assert capture.result["output_str"].startswith("the URL is a PDF (application/pdf)"), capture
+    _assert_clean(chrome_tmp)
+
+
 @pytest.mark.parametrize("plugin", CAPTURE_PLUGINS)
 def test_missing_binary_is_skipped(plugin, site, snapshot_factory):
     snap = snapshot_factory(site.url("/page-01.html"))

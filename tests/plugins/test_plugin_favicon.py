@@ -1,4 +1,4 @@
-"""favicon hook: declared icon, else /favicon.ico, else failed."""
+"""favicon hook: declared icon, else /favicon.ico, else noresults (a site without an icon is no failure)."""
 import os
 
 from localsite import closed_port, png_bytes
@@ -50,11 +50,16 @@ def test_favicon_data_url_and_broken_declared_icon(tmp_path, snapshot_factory):
         run = snapshot_factory(server.base_url + "/data.html").run("favicon")
         assert run.status == "succeeded", run
         assert open(run.path("favicon.png"), "rb").read() == icon
-        # declared icon 404s and there is no /favicon.ico: a permanent failure
+        # declared icon 404s and there is no /favicon.ico: nothing to save, and no failure
         run = snapshot_factory(server.base_url + "/broken.html").run("favicon")
-        assert run.returncode == 0 and run.status == "failed", run
-        assert run.result["output_str"] == "no favicon found"
+        assert run.returncode == 0 and run.status == "noresults", run
+        assert run.result["output_str"] == (f"no icon: none of the 1 it declares is an image, and "
+                                            f"{server.base_url}/favicon.ico: 404 Not Found")
         assert _files(run) == []
+        # Regression: a page that declares no icon on a site without /favicon.ico was a red failure.
+        (tmp_path / "plain.html").write_text("<title>no icon</title>")
+        run = snapshot_factory(server.base_url + "/plain.html").run("favicon")
+        assert run.status == "noresults" and run.result["output_str"].startswith("no icon: the page declares none, and "), run
 
 
 def test_favicon_rejects_html_served_as_icon(tmp_path, snapshot_factory):
@@ -63,7 +68,8 @@ def test_favicon_rejects_html_served_as_icon(tmp_path, snapshot_factory):
     (tmp_path / "icon.html").write_text("<html><body>not an image</body></html>")
     with SiteServer(str(tmp_path)) as server:
         run = snapshot_factory(server.base_url + "/p.html").run("favicon")
-    assert run.status == "failed", run
+    assert run.status == "noresults" and "none of the 1 it declares is an image" in run.result["output_str"], run
+    assert any("icon.html: not an image (text/html" in miss for miss in run.result["output_json"]["misses"]), run
 
 
 def test_favicon_page_404_still_tries_favicon_ico(site, snapshot_factory):

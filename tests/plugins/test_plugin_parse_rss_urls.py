@@ -1,19 +1,9 @@
 """parse_rss_urls hook: item/entry links of RSS and Atom feeds, safely parsed."""
 import json
 
-RSS_BOMB = b"""<?xml version="1.0"?>
-<!DOCTYPE rss [
-  <!ENTITY a "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa">
-  <!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">
-  <!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">
-  <!ENTITY d "&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;">
-  <!ENTITY e "&d;&d;&d;&d;&d;&d;&d;&d;&d;&d;">
-  <!ENTITY f "&e;&e;&e;&e;&e;&e;&e;&e;&e;&e;">
-  <!ENTITY g "&f;&f;&f;&f;&f;&f;&f;&f;&f;&f;">
-]>
-<rss version="2.0"><channel><title>&g;</title>
-<item><title>&g;</title><link>http://bomb.example/1</link></item></channel></rss>
-"""
+from helpers import FEED_ENTITY_BOMB, FEED_EXTERNAL_PARAMETER_ENTITY, FEED_QUADRATIC_BLOWUP
+
+RSS_BOMB = FEED_ENTITY_BOMB.encode()
 
 
 def test_parse_rss_urls_rss2(site, snapshot_factory):
@@ -76,6 +66,17 @@ def test_parse_rss_urls_refuses_external_entities(snapshot_factory):
                    content_type="application/rss+xml", name="h/xxe.rss")
     run = snap.run("parse_rss_urls")
     assert run.status == "failed" and "refused" in run.result["output_str"], run
+
+
+def test_parse_rss_urls_refuses_a_quadratic_blowup_and_parameter_entities(snapshot_factory):
+    """One big entity referenced many times (no nesting), and an external parameter entity:
+    both are declarations, refused before feedparser reads anything."""
+    for name, body in (("quadratic", FEED_QUADRATIC_BLOWUP), ("parameter", FEED_EXTERNAL_PARAMETER_ENTITY)):
+        snap = snapshot_factory(f"http://127.0.0.1:9/{name}.rss")
+        snap.fake_wget(body.encode(), content_type="application/rss+xml", name=f"h/{name}.rss")
+        run = snap.run("parse_rss_urls")
+        assert run.returncode == 0 and run.status == "failed" and "refused" in run.result["output_str"], run
+        assert run.urls() == []
 
 
 def test_parse_rss_urls_not_a_feed_and_garbage(site, snapshot_factory):

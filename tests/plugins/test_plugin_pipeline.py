@@ -9,6 +9,8 @@ import pytest
 
 from plugintools import PLUGINS_DIR
 
+from archivebox import fulltext
+
 HAS_CHROME = any(shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome"))
 HAS_READABILITY = importlib.util.find_spec("readability") is not None
 
@@ -51,10 +53,7 @@ def test_pipeline_on_a_page(site, snapshot_factory):
     hashed = json.load(open(runs["hashes"].path("hashes.json")))["files"]
     assert any(p.startswith("wget/") for p in hashed) and "title/title.txt" in hashed
     assert not any(p.startswith("hashes/") for p in hashed)
-    spec = importlib.util.spec_from_file_location("fts_pipeline", os.path.join(PLUGINS_DIR, "search", "fts.py"))
-    fts = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fts)
-    hits = fts.search(os.path.join(snap.data_dir, "search.sqlite3"), page.word)
+    hits = fulltext.search(os.path.join(snap.data_dir, "search.sqlite3"), page.word)
     assert [h["snapshot_id"] for h in hits] == [snap.id]
 
 

@@ -1,5 +1,7 @@
 """readability hook: article extraction with readability-lxml."""
 import json
+import os
+import re
 
 import pytest
 
@@ -23,7 +25,42 @@ def test_readability_extracts_article(site, snapshot_factory):
     assert "Home" not in text.split("\n")[0]  # navigation is not article content
     html = open(run.path("article.html"), encoding="utf-8").read()
     assert html.startswith("<!DOCTYPE html>") and page.word in html
-    assert run.result["output_json"] == {"title": page.title, "byline": page.author, "length": info["length"]}
+    assert run.result["output_json"] == {"title": page.title, "byline": page.author, "length": info["length"],
+                                         "images": 0, "images_not_archived": run.result["output_json"]["images_not_archived"]}
+
+
+def test_readability_uses_the_images_the_page_load_archived(snapshot_factory):
+    """The article's images are the archived copies (from the chrome plugin's MHTML), saved
+    beside it; an image the page load did not archive is counted, never fetched."""
+    from email.message import EmailMessage
+
+    from localsite import png_bytes
+
+    url = "http://127.0.0.1:9/story/post.html"
+    snap = snapshot_factory(url)
+    paragraphs = "".join(f"<p>Paragraph {n} of a story that goes on long enough to be an article, "
+                         "with plenty of words in it so readability keeps it.</p>" for n in range(8))
+    dom = ("<!DOCTYPE html><html><head><title>A story</title></head><body><article><h1>A story</h1>"
+           f"{paragraphs}<p><img src='pics/one.png' alt=one> <img src='/elsewhere.png' alt=two></p></article></body></html>")
+    os.makedirs(os.path.join(snap.dir, "dom"))
+    with open(os.path.join(snap.dir, "dom", "output.html"), "w") as f:
+        f.write(dom)
+    picture = png_bytes(30, 20, (10, 200, 10))
+    mhtml = EmailMessage()
+    mhtml.make_related()
+    mhtml.add_related(dom, subtype="html", headers=[f"Content-Location: {url}"])
+    mhtml.add_related(picture, maintype="image", subtype="png",
+                      headers=["Content-Location: http://127.0.0.1:9/story/pics/one.png"])
+    os.makedirs(os.path.join(snap.dir, "chrome"))
+    with open(os.path.join(snap.dir, "chrome", "page.mhtml"), "wb") as f:
+        f.write(bytes(mhtml))
+    run = snap.run("readability")
+    assert run.status == "succeeded", run
+    assert run.result["output_json"]["images"] == 1 and run.result["output_json"]["images_not_archived"] == 1
+    html = open(run.path("article.html"), encoding="utf-8").read()
+    saved = re.search(r'src="(images/[0-9a-f]+\.png)"', html)
+    assert saved and open(run.path(saved.group(1)), "rb").read() == picture
+    assert 'src="http://127.0.0.1:9/elsewhere.png"' in html  # not archived: left as it was, never fetched
 
 
 def test_readability_skipped_without_html(site, snapshot_factory):

@@ -1,6 +1,8 @@
 """title hook: <title> from the saved HTML, else fetched."""
 import os
 
+import pytest
+
 from localsite import closed_port
 
 
@@ -41,7 +43,7 @@ def test_title_decodes_entities_whitespace_and_charset(site, snapshot_factory, t
         run = snapshot_factory(server.base_url + "/og.html").run("title")
         assert run.result["output_str"] == "Only OG"
         run = snapshot_factory(server.base_url + "/none.html").run("title")
-        assert run.returncode == 0 and run.status == "failed"
+        assert run.returncode == 0 and run.status == "noresults"  # nothing to read is no failure
         assert not any(r["type"] == "Snapshot" for r in run.records)
 
 
@@ -60,8 +62,33 @@ def test_title_404_and_not_html(site, snapshot_factory):
     assert run.returncode == 0 and run.status == "failed"
     assert run.result["output_str"] == "404 Not Found"
     run = snapshot_factory(site.url(site.info.json_path)).run("title")
-    assert run.returncode == 0 and run.status == "failed"
-    assert run.result["output_str"].startswith("not HTML")
+    assert run.returncode == 0 and run.status == "noresults"
+    assert run.result["output_str"] == "not HTML (application/json): no title to read"
+
+
+@pytest.mark.parametrize("path, title", [("/feed.rss", "Test Site Feed"), ("/atom.xml", "Test Site Atom")])
+def test_title_of_a_feed_is_its_own(site, snapshot_factory, path, title):
+    """Regression: a feed given to title was a failure ("not HTML")."""
+    run = snapshot_factory(site.url(path)).run("title")
+    assert run.status == "succeeded" and run.result["output_str"] == title, run
+    assert {"type": "Snapshot", "title": title} in run.records and run.result["output_json"]["from"] == "feed"
+
+
+def test_title_of_a_pdf_is_its_metadata(tmp_path, snapshot_factory):
+    """Regression: a PDF given to title was a failure ("not HTML"); its title is in its metadata."""
+    from localsite import SiteServer, pdf_bytes
+    (tmp_path / "report.pdf").write_bytes(pdf_bytes("Annual Potash Report (2023)", "Potash output"))
+    (tmp_path / "untitled.pdf").write_bytes(pdf_bytes("", "No title here"))
+    with SiteServer(str(tmp_path)) as server:
+        fetched = snapshot_factory(server.base_url + "/report.pdf").run("title")
+        assert fetched.status == "succeeded" and fetched.result["output_str"] == "Annual Potash Report (2023)", fetched
+        assert fetched.result["output_json"]["from"] == "pdf metadata"
+        saved = snapshot_factory(server.base_url + "/report.pdf")
+        saved.fake_wget((tmp_path / "report.pdf").read_bytes(), content_type="application/pdf", name="host/report.pdf")
+        run = saved.run("title")
+        assert run.result["output_str"] == "Annual Potash Report (2023)" and run.result["output_json"]["source"] == "wget", run
+        untitled = snapshot_factory(server.base_url + "/untitled.pdf").run("title")
+        assert untitled.status == "noresults" and untitled.result["output_str"] == "the PDF has no title in its metadata"
 
 
 def test_title_connection_refused_and_timeout(site, snapshot_factory):

@@ -8,7 +8,7 @@ from localsite import SiteServer, self_signed_cert
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl CLI not installed")
 
-from archivebox import pluginkit as H
+from archivebox import pluginkit
 
 
 @pytest.fixture(scope="module")
@@ -20,9 +20,9 @@ def tls_site(tmp_path_factory):
 
 
 def test_fetch_verifies_certificates(tls_site):
-    with pytest.raises(H.FetchError, match="CERTIFICATE_VERIFY_FAILED"):
-        H.fetch(tls_site.base_url + "/", timeout=5)
-    resp = H.fetch(tls_site.base_url + "/", timeout=5, check_ssl=False)
+    with pytest.raises(pluginkit.FetchError, match="CERTIFICATE_VERIFY_FAILED"):
+        pluginkit.fetch(tls_site.base_url + "/", timeout=5)
+    resp = pluginkit.fetch(tls_site.base_url + "/", timeout=5, check_ssl=False)
     assert resp.status == 200 and b"Secure Page" in resp.body
 
 

@@ -13,13 +13,13 @@ import pytest
 from plugintools import wait_until
 from localsite import closed_port
 
-from archivebox import pluginkit as H
+from archivebox import pluginkit
 
 
 # --------------------------------------------------------------------------- argv / env
 
 def test_parse_args_forms_and_unknown_flags():
-    args = H.parse_args(["--url=http://x/a?b=c=d", "--snapshot-id", "abc", "--depth=1",
+    args = pluginkit.parse_args(["--url=http://x/a?b=c=d", "--snapshot-id", "abc", "--depth=1",
                          "--some-new-flag", "positional", "--other=", "--"])
     assert args["url"] == "http://x/a?b=c=d"
     assert args["snapshot_id"] == "abc"
@@ -35,16 +35,16 @@ def test_env_helpers(monkeypatch):
     monkeypatch.setenv("X_LIST", '["a", "b c"]')
     monkeypatch.setenv("X_CSV", "a, b ,,c")
     monkeypatch.setenv("X_BAD", "maybe")
-    assert H.env_bool("X_ENABLED", True) is False
-    assert H.env_bool("X_BAD", True) is True
-    assert H.env_bool("X_MISSING", True) is True
-    assert H.env_int("X_TIMEOUT", 60) == 17  # empty -> fallback TIMEOUT
-    assert H.timeout_for("x") == 17
+    assert pluginkit.env_bool("X_ENABLED", True) is False
+    assert pluginkit.env_bool("X_BAD", True) is True
+    assert pluginkit.env_bool("X_MISSING", True) is True
+    assert pluginkit.env_int("X_TIMEOUT", 60) == 17  # empty -> fallback TIMEOUT
+    assert pluginkit.timeout_for("x") == 17
     monkeypatch.setenv("X_TIMEOUT", "0")
-    assert H.timeout_for("x") == 1  # lower bound
-    assert H.env_list("X_LIST") == ["a", "b c"]
-    assert H.env_list("X_CSV") == ["a", "b", "c"]
-    assert H.env_list("X_MISSING", ["d"]) == ["d"]
+    assert pluginkit.timeout_for("x") == 1  # lower bound
+    assert pluginkit.env_list("X_LIST") == ["a", "b c"]
+    assert pluginkit.env_list("X_CSV") == ["a", "b", "c"]
+    assert pluginkit.env_list("X_MISSING", ["d"]) == ["d"]
 
 
 # --------------------------------------------------------------------------- decoding / links
@@ -58,7 +58,7 @@ def test_env_helpers(monkeypatch):
     (b"abc", "text/html; charset=no-such-codec", "abc"),
 ])
 def test_decode_bytes(data, ctype, expected):
-    assert H.decode_bytes(data, ctype) == expected
+    assert pluginkit.decode_bytes(data, ctype) == expected
 
 
 @pytest.mark.parametrize("href, expected", [
@@ -76,17 +76,17 @@ def test_decode_bytes(data, ctype, expected):
     ("https:///nohost", None),
 ])
 def test_normalize_outlink(href, expected):
-    assert H.normalize_outlink(href, "http://h.test/dir/page.html") == expected
+    assert pluginkit.normalize_outlink(href, "http://h.test/dir/page.html") == expected
 
 
 def test_scan_html_ignores_svg_titles():
-    assert H.scan_html("<body><svg><title>icon</title></svg><p>x</p></body>")["title"] is None
-    assert H.scan_html("<svg/><title>Real</title>")["title"] == "Real"
-    assert H.scan_html("<head><title>Unclosed title")["title"] == "Unclosed title"
+    assert pluginkit.scan_html("<body><svg><title>icon</title></svg><p>x</p></body>")["title"] is None
+    assert pluginkit.scan_html("<svg/><title>Real</title>")["title"] == "Real"
+    assert pluginkit.scan_html("<head><title>Unclosed title")["title"] == "Unclosed title"
 
 
 def test_scan_html_collects_title_links_icons_base():
-    info = H.scan_html(
+    info = pluginkit.scan_html(
         "<html><head><title> A &amp; B\n  C </title><base href='/sub/'>"
         "<link rel='shortcut icon' href='/i.ico'><link rel=apple-touch-icon href=a.png>"
         "<meta property='og:title' content='OG'></head>"
@@ -152,35 +152,35 @@ class RawServer:
 
 
 def test_fetch_content_length_and_headers(site):
-    resp = H.fetch(site.url("/page-01.html"), timeout=5)
+    resp = pluginkit.fetch(site.url("/page-01.html"), timeout=5)
     assert resp.status == 200 and resp.reason == "OK"
     assert resp.content_type.startswith("text/html")
     assert site.info.pages[0].word.encode() in resp.body
     assert not resp.truncated
     assert resp.headers_dict()["Content-Length"] == str(len(resp.body))
-    assert site.server.requests[-1].user_agent == H.DEFAULT_USER_AGENT
+    assert site.server.requests[-1].user_agent == pluginkit.DEFAULT_USER_AGENT
 
 
 def test_fetch_follows_relative_redirects_and_reports_errors(site):
-    resp = H.fetch(site.url("/redirect?to=/redirect%3Fto%3D/page-02.html"), timeout=5)
+    resp = pluginkit.fetch(site.url("/redirect?to=/redirect%3Fto%3D/page-02.html"), timeout=5)
     assert resp.status == 200
     assert resp.url == site.url("/page-02.html")
     assert [s for s, _ in resp.redirects] == [302, 302]
-    missing = H.fetch(site.url("/missing.html"), timeout=5)
+    missing = pluginkit.fetch(site.url("/missing.html"), timeout=5)
     assert missing.status == 404 and missing.status_text == "404 Not Found"
 
 
 def test_fetch_redirect_loop_and_refused(site):
-    with pytest.raises(H.FetchError, match="too many redirects"):
-        H.fetch(site.url("/loop"), timeout=5)
-    with pytest.raises(H.FetchError):
-        H.fetch(f"http://127.0.0.1:{closed_port()}/", timeout=5)
+    with pytest.raises(pluginkit.FetchError, match="too many redirects"):
+        pluginkit.fetch(site.url("/loop"), timeout=5)
+    with pytest.raises(pluginkit.FetchError):
+        pluginkit.fetch(f"http://127.0.0.1:{closed_port()}/", timeout=5)
 
 
 def test_fetch_overall_deadline(site):
     started = time.monotonic()
-    with pytest.raises(H.FetchError, match="timed out"):
-        H.fetch(site.url("/slow?delay=10"), timeout=0.5)
+    with pytest.raises(pluginkit.FetchError, match="timed out"):
+        pluginkit.fetch(site.url("/slow?delay=10"), timeout=0.5)
     assert time.monotonic() - started < 3
 
 
@@ -195,8 +195,8 @@ def test_fetch_deadline_applies_to_a_dripping_body():
 
     with RawServer(drip) as srv:
         started = time.monotonic()
-        with pytest.raises(H.FetchError, match="timed out"):
-            H.fetch(srv.url + "/", timeout=1)
+        with pytest.raises(pluginkit.FetchError, match="timed out"):
+            pluginkit.fetch(srv.url + "/", timeout=1)
         assert time.monotonic() - started < 3
 
 
@@ -214,10 +214,10 @@ def test_fetch_chunked_gzip_and_size_cap():
         conn.sendall(bytes(out))
 
     with RawServer(chunked) as srv:
-        resp = H.fetch(srv.url + "/", timeout=5)
+        resp = pluginkit.fetch(srv.url + "/", timeout=5)
         assert resp.body == body
         assert not resp.truncated
-        capped = H.fetch(srv.url + "/", timeout=5, max_bytes=50)
+        capped = pluginkit.fetch(srv.url + "/", timeout=5, max_bytes=50)
         assert capped.truncated and len(capped.body) <= 50
 
 
@@ -226,15 +226,15 @@ def test_fetch_rejects_garbage_responses():
         conn.sendall(b"\x00\x01 not http at all\r\n\r\n")
 
     with RawServer(garbage) as srv:
-        with pytest.raises(H.FetchError, match="invalid HTTP status line"):
-            H.fetch(srv.url + "/", timeout=5)
+        with pytest.raises(pluginkit.FetchError, match="invalid HTTP status line"):
+            pluginkit.fetch(srv.url + "/", timeout=5)
 
     def silent_close(conn, request, server):
         return
 
     with RawServer(silent_close) as srv:
-        with pytest.raises(H.FetchError):
-            H.fetch(srv.url + "/", timeout=5)
+        with pytest.raises(pluginkit.FetchError):
+            pluginkit.fetch(srv.url + "/", timeout=5)
 
 
 def test_fetch_sends_host_and_path_encoding():
@@ -248,7 +248,7 @@ def test_fetch_sends_host_and_path_encoding():
     with RawServer(capture) as srv:
         # 204 without Content-Length on a connection the server keeps open: must not wait for EOF
         started = time.monotonic()
-        resp = H.fetch(srv.url + "/a b/\u00e9?q=1 2#frag", timeout=5)
+        resp = pluginkit.fetch(srv.url + "/a b/\u00e9?q=1 2#frag", timeout=5)
         assert time.monotonic() - started < 2
     assert resp.status == 204 and resp.reason == "No Content"
     first_line = seen["request"].split(b"\r\n")[0]
@@ -274,27 +274,27 @@ def test_run_cmd_timeout_kills_the_whole_group(tmp_path):
     script = tmp_path / "spawn.sh"
     script.write_text(f'sh -c "sleep 30; echo {marker}" &\nsleep 30\n')
     started = time.monotonic()
-    result = H.run_cmd(["sh", str(script), marker], timeout=0.5)
+    result = pluginkit.run_cmd(["sh", str(script), marker], timeout=0.5)
     assert result.timed_out and result.returncode is None
     assert time.monotonic() - started < 5
     wait_until(lambda: not _pids_matching(marker), timeout=5, message="grandchildren to die")
 
 
 def test_run_cmd_output_and_exit_code(tmp_path):
-    result = H.run_cmd(["sh", "-c", "echo out; echo err >&2; exit 3"], timeout=5)
+    result = pluginkit.run_cmd(["sh", "-c", "echo out; echo err >&2; exit 3"], timeout=5)
     assert (result.returncode, result.stdout, result.stderr, result.timed_out) == (3, b"out\n", b"err\n", False)
     out = tmp_path / "o.txt"
-    result = H.run_cmd(["sh", "-c", "echo to-file"], timeout=5, stdout_path=str(out))
+    result = pluginkit.run_cmd(["sh", "-c", "echo to-file"], timeout=5, stdout_path=str(out))
     assert out.read_bytes() == b"to-file\n" and result.returncode == 0
 
 
 def test_sigterm_handler_kills_children(tmp_path):
     marker = f"sigterm-marker-{time.monotonic_ns()}"
     code = (
-        "import sys; from archivebox import pluginkit as H\n"
-        "H.install_sigterm_handler()\n"
+        "import sys; from archivebox import pluginkit\n"
+        "pluginkit.install_sigterm_handler()\n"
         "try:\n"
-        "    H.run_cmd(['sh', '-c', 'sleep 60; echo ' + sys.argv[2]], timeout=60)\n"
+        "    pluginkit.run_cmd(['sh', '-c', 'sleep 60; echo ' + sys.argv[2]], timeout=60)\n"
         "finally:\n"
         "    open(sys.argv[3], 'w').write('cleaned up')\n"
     )
@@ -316,16 +316,16 @@ def test_which(tmp_path, monkeypatch):
     exe.write_text("#!/bin/sh\n")
     exe.chmod(0o755)
     monkeypatch.setenv("PATH", str(tmp_path))
-    assert H.which("tool") == str(exe)
-    assert H.which(str(exe)) == str(exe)
-    assert H.which("missing-tool") is None
-    assert H.which(str(tmp_path / "missing")) is None
+    assert pluginkit.which("tool") == str(exe)
+    assert pluginkit.which(str(exe)) == str(exe)
+    assert pluginkit.which("missing-tool") is None
+    assert pluginkit.which(str(tmp_path / "missing")) is None
 
 
 def test_arm_timeout_exits_non_zero():
     code = (
-        "import sys; from archivebox import pluginkit as H\n"
-        "H.arm_timeout(1, 'busy work')\n"
+        "import sys; from archivebox import pluginkit\n"
+        "pluginkit.arm_timeout(1, 'busy work')\n"
         "while True:\n"
         "    sum(range(1000))\n"
     )
@@ -340,7 +340,7 @@ def test_arm_timeout_exits_non_zero():
 def test_run_cmd_ends_descendants_left_behind_by_a_leader_that_exited(tmp_path):
     """The program returns at once but leaves a background child: run_cmd still ends it."""
     marker = f"orphan-marker-{time.monotonic_ns()}"
-    result = H.run_cmd(["sh", "-c", f'sh -c "sleep 30; echo {marker}" >/dev/null 2>&1 &'], timeout=10)
+    result = pluginkit.run_cmd(["sh", "-c", f'sh -c "sleep 30; echo {marker}" >/dev/null 2>&1 &'], timeout=10)
     assert result.returncode == 0 and not result.timed_out
     wait_until(lambda: not _pids_matching(marker), timeout=5, message="the orphaned child to be ended")
 
@@ -353,12 +353,12 @@ def test_fetch_body_cut_short_or_over_the_cap_is_marked_truncated():
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n" + b"z" * 5000)
 
     with RawServer(short) as srv:
-        resp = H.fetch(srv.url + "/", timeout=5)
+        resp = pluginkit.fetch(srv.url + "/", timeout=5)
         assert resp.body == b"y" * 40 and resp.truncated
     with RawServer(long) as srv:
-        resp = H.fetch(srv.url + "/", timeout=5, max_bytes=1000)
+        resp = pluginkit.fetch(srv.url + "/", timeout=5, max_bytes=1000)
         assert resp.body == b"z" * 1000 and resp.truncated
-        whole = H.fetch(srv.url + "/", timeout=5)
+        whole = pluginkit.fetch(srv.url + "/", timeout=5)
         assert len(whole.body) == 5000 and not whole.truncated
 
 
@@ -367,9 +367,9 @@ def test_fetch_returns_error_statuses_with_their_headers_and_body():
         conn.sendall(b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 5\r\nContent-Length: 4\r\n\r\nbusy")
 
     with RawServer(teapot) as srv:
-        resp = H.fetch(srv.url + "/", timeout=5)
+        resp = pluginkit.fetch(srv.url + "/", timeout=5)
     assert (resp.status, resp.status_text, resp.header("retry-after"), resp.body) == (503, "503 Service Unavailable", "5", b"busy")
-    assert H.is_transient_status(resp.status) and not H.is_transient_status(404)
+    assert pluginkit.is_transient_status(resp.status) and not pluginkit.is_transient_status(404)
 
 
 def test_kill_tree_ends_a_program_that_leads_no_group_with_its_children():
@@ -380,7 +380,7 @@ def test_kill_tree_ends_a_program_that_leads_no_group_with_its_children():
     children = wait_until(lambda: psutil.Process(proc.pid).children() if len(psutil.Process(proc.pid).children()) == 2 else None,
                           timeout=10, message="both children to start")
     assert os.getpgid(proc.pid) == os.getpgid(0)  # the caller's group, not one of its own
-    H.kill_tree(proc, grace=2.0)
+    pluginkit.kill_tree(proc, grace=2.0)
     assert proc.returncode is not None
     wait_until(lambda: not any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in children), timeout=5,
                message="the children to end")

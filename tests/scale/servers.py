@@ -157,7 +157,8 @@ class PostgresServer(ServerProcess):
         self.port = free_port()
         self.max_connections = max_connections
         self.starts = 0
-        self._initdb()
+        if not (self.data / "PG_VERSION").exists():  # a cluster left in ``root`` is started again as it is
+            self._initdb()
 
     def _initdb(self) -> None:
         subprocess.run([str(self.bindir / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8",

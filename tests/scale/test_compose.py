@@ -10,7 +10,6 @@ Then the same commands run as local processes against a real Postgres and Redis 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -27,6 +26,7 @@ import pytest
 import yaml
 from huey.consumer_options import ConsumerConfig, OptionParserHandler
 
+from archivebox import fulltext
 from archivebox.cli import build_parser
 from archivebox.settings import database_from_url
 from helpers import REPO, VENV_BIN, Collection, wait_until
@@ -290,16 +290,8 @@ def test_compose_services_archive_a_local_site(compose, tmp_path, database_url, 
         (url, plugin, "succeeded") for url in pages for plugin in OFFLINE_PLUGINS.split(",")}
     assert all(status in ("succeeded", "skipped", "failed") for _, _, status in page_results)
     # The search index in the shared data dir finds each page by its unique word.
-    search = load_fts()
     for url, page in pages.items():
-        assert [hit["snapshot_id"] for hit in search.search(str(data / "search.sqlite3"), page.word)] == [by_url[url]["id"]]
-
-
-def load_fts():
-    spec = importlib.util.spec_from_file_location("scale_fts", REPO / "archivebox" / "plugins" / "search" / "fts.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+        assert [hit["snapshot_id"] for hit in fulltext.search(str(data / "search.sqlite3"), page.word)] == [by_url[url]["id"]]
 
 
 def get_json(url: str) -> tuple[int, dict]:

@@ -17,6 +17,7 @@ import pytest
 from helpers import VENV_BIN, Collection, wait_until
 
 from archivebox.config import ConfigError, EngineConfig
+from archivebox.settings import database_from_url
 
 REPORT = r"""
 import json, sys
@@ -71,7 +72,7 @@ def test_scale_out_is_postgres_and_redis(tmp_path):
                             "MACHINE_ID": "worker-7"})
     assert got["engine"] == "django.db.backends.postgresql"
     assert (got["name"], got["host"], got["port"], got["user"]) == ("archive", "db.example", "5433", "abx")
-    assert got["options"] == {"connect_timeout": "10", "sslmode": "disable"}
+    assert got["options"] == {"connect_timeout": 10, "sslmode": "disable"}
     assert got["aliases"] == ["default"]  # the task monitor's tables live in Postgres too
     for name in ("ticks", "sideeffects"):
         queue = got[name]
@@ -86,7 +87,7 @@ def test_scale_out_is_postgres_and_redis(tmp_path):
 def test_url_options_override_the_defaults(tmp_path):
     got = report(tmp_path, {"DATABASE_URL": "postgresql://abx@db/archive?connect_timeout=3",
                             "REDIS_URL": "redis://queue:6379/0?socket_timeout=4&socket_connect_timeout=2"})
-    assert got["options"] == {"connect_timeout": "3"}
+    assert got["options"] == {"connect_timeout": 3}
     assert (got["ticks"]["socket_timeout"], got["ticks"]["socket_connect_timeout"]) == (4.0, 2.0)
 
 
@@ -101,6 +102,30 @@ def test_cli_reports_a_bad_database_url_in_one_line(tmp_path):
                             env={**os.environ, "DATA_DIR": str(tmp_path), "DATABASE_URL": "mysql://x@y/z"})
     assert result.returncode == 2
     assert result.stderr.strip() == "archivebox: error: DATABASE_URL: unsupported scheme 'mysql' (use sqlite:// or postgres://)"
+
+
+@pytest.mark.parametrize("url, name", [
+    ("sqlite:///index2.sqlite3", "DATA/index2.sqlite3"),
+    ("sqlite:///sub/dir/my%20db.sqlite3", "DATA/sub/dir/my db.sqlite3"),
+    ("sqlite:////srv/abx/index.sqlite3", "/srv/abx/index.sqlite3"),
+])
+def test_sqlite_urls_are_relative_to_the_data_dir_unless_absolute(tmp_path, url, name):
+    database = database_from_url(url, tmp_path)
+    assert database["ENGINE"] == "django.db.backends.sqlite3" and database["NAME"] == name.replace("DATA", str(tmp_path))
+    assert database["OPTIONS"]["transaction_mode"] == "IMMEDIATE"  # the engine's SQLite set-up, not the parser's
+
+
+@pytest.mark.parametrize("url, message", [
+    ("sqlite://dbhost/index.sqlite3", "DATABASE_URL: sqlite URLs take no host"),
+    ("sqlite://", "DATABASE_URL: an sqlite URL names a file"),
+    ("sqlite://:memory:", "DATABASE_URL: an sqlite URL names a file"),
+    ("postgres://abx@db:notaport/archive", "DATABASE_URL: This string is not a valid url"),
+    ("mysql://x@y/z", "DATABASE_URL: unsupported scheme 'mysql' (use sqlite:// or postgres://)"),
+])
+def test_a_bad_database_url_is_one_config_error(tmp_path, url, message):
+    with pytest.raises(ConfigError) as err:
+        database_from_url(url, tmp_path)
+    assert str(err.value).startswith(message) and "\n" not in str(err.value), str(err.value)
 
 
 def test_pool_sizes_from_the_environment(tmp_path):

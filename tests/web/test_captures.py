@@ -60,9 +60,12 @@ def test_list_thumbnails_capture_previews_and_one_line_admin_rows(tmp_path):
                     cards = page.locator("#captures figure.capture")
                     kinds = {cards.nth(i).get_attribute("data-plugin"): cards.nth(i).get_attribute("data-kind")
                              for i in range(cards.count())}
-                    assert kinds == {"wget": "page", "readability": "page", "screenshot": "image", "pdf": "pdf"}, kinds
+                    # The page's replay from the web archive (the chrome hook's recording) comes first.
+                    assert list(kinds)[0] == "replay"
+                    assert kinds == {"replay": "replay", "wget": "page", "readability": "page", "screenshot": "image",
+                                     "pdf": "pdf"}, kinds
 
-                    # The saved page opens first, sandboxed (an opaque origin), with its own text.
+                    # The replayed page opens first, sandboxed (an opaque origin), with its own text.
                     main = page.frame_locator("#capture-frame")
                     expect(main.locator("body")).to_contain_text(page_info.word)
                     assert page.locator("#capture-frame").get_attribute("sandbox") == "allow-scripts"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import pty
 import select
@@ -144,3 +145,54 @@ def test_the_bar_fits_the_terminal_it_is_drawn_on(collection):
     frames = [frame.removesuffix("\x1b[K") for line in text.split("\n") for frame in line.split("\r") if "% 1/1 snap" in frame]
     assert frames, text
     assert max(len(frame) for frame in frames) <= 59, frames
+
+
+def test_archivebox_alone_lists_the_commands_and_a_misspelt_one_gets_a_suggestion(collection):
+    alone = run(collection)
+    assert alone.returncode == 0 and "Traceback" not in alone.stderr
+    assert all(f"    {name} " in alone.stdout for name in ("init", "add", "status", "update", "schedule")), alone.stdout
+    assert_one_line_error(run(collection, "stauts"), 2, "did you mean 'status'?")
+    assert_one_line_error(run(collection, "xyzzy"), 2, "no command 'xyzzy'")
+
+
+def test_one_line_help_is_the_first_sentence_however_it_wraps(collection):
+    """Regression: each command's help was its docstring's first line, so update's ended "and archive the"."""
+    listing = run(collection, "--help").stdout
+    update = " ".join(listing.split("    update", 1)[1].split("    worker", 1)[0].split())
+    assert update.endswith("archive the snapshots added with `add --index-only`"), update
+    assert "``" not in run(collection, "update", "--help").stdout
+
+
+def test_an_argument_without_a_url_is_named_not_dropped(collection):
+    """Regression: `add URL "not a url"` added the URL and said nothing of the other argument."""
+    result = run(collection, "add", "--bg", "https://example.com/named-ok", "not a url")
+    assert result.returncode == 1 and "Queued crawl" in result.stdout
+    assert [line for line in result.stderr.splitlines() if "not a url" in line] == [
+        "archivebox add: error: invalid URL: no URL in 'not a url'"], result.stderr
+    alone = run(collection, "add", "--bg", "just words")
+    assert alone.returncode == 2 and "no URL in 'just words'" in alone.stderr and "no valid URL to add" in alone.stderr
+
+
+def test_status_after_a_finished_add_does_not_ask_for_pools(tmp_path):
+    """Regression: with nothing left to do, status still said to start the worker pools."""
+    fresh = web_collection(tmp_path / "data", plugins="noop")
+    assert run(fresh, "add", "https://example.com/status-after").returncode == 0
+    text = run(fresh, "status").stdout
+    assert "Nothing waits for workers" in text and "run `archivebox worker`" not in text, text
+    assert run(fresh, "add", "--bg", "https://example.com/waiting").returncode == 0
+    assert "1 row(s) wait for workers" in run(fresh, "status").stdout
+
+
+def test_install_and_status_name_the_programs_built_in_plugins_run(tmp_path):
+    """Regression: install said no enabled plugin declares a binary, and status "none provisioned
+    yet", while wget ran from PATH."""
+    fresh = web_collection(tmp_path / "data", plugins="wget")
+    installed = run(fresh, "install")
+    assert installed.returncode == 0, installed.stderr
+    assert "no enabled plugin declares a binary" not in installed.stdout
+    wget_line = next(line for line in installed.stdout.splitlines() if " wget " in line and "WGET_BINARY" in line)
+    assert "GNU Wget" in wget_line and "/wget" in wget_line, installed.stdout
+    status = run(fresh, "status").stdout
+    assert "none provisioned yet" not in status and "wget from PATH: /" in status, status
+    report = json.loads(run(fresh, "status", "--json").stdout)
+    assert [b["name"] for b in report["binaries"]["system"]] == ["wget"]

@@ -47,6 +47,10 @@ class ArchiveResult(StatefulModel):
             due_index("archiveresult"),
             models.Index(fields=["snapshot", "step", "status"], name="result_snapshot_step"),
             models.Index(fields=["crawl", "step", "status"], name="result_crawl_step"),
+            # The admin's and the API's lists of results, newest (highest id: ids are time-ordered)
+            # first, whole or by state or plugin, a page at a time however many there are.
+            models.Index(fields=["status", "id"], name="result_status_id"),
+            models.Index(fields=["plugin", "id"], name="result_plugin_id"),
         ]
 
     def __str__(self) -> str:

@@ -2,15 +2,18 @@
 
 The orchestrator role is the lease ``orchestrator``. Each actor type's concurrency limit
 is a set of slot leases ``slot:<actor>:<n>``, one per batch of ticks in flight; a
-SIGKILLed worker's slot frees itself when ``expires_at`` passes.
+SIGKILLed worker's slot frees itself when ``expires_at`` passes. Each host's limit of
+snapshots at once is a set of slots ``host:<name>:<n>`` held by snapshots
+(``core/hostleases.py``).
 """
 
 from django.db import models
 
 
 class Lease(models.Model):
-    key = models.CharField(max_length=128, primary_key=True)
-    actor = models.CharField(max_length=64, blank=True, default="")
+    # 300: a host slot is ``host:<host name, up to 253 characters>:<n>`` (core/hostleases.py).
+    key = models.CharField(max_length=300, primary_key=True)
+    actor = models.CharField(max_length=300, blank=True, default="")
     holder = models.CharField(max_length=128, blank=True, default="")
     machine = models.ForeignKey("core.Machine", null=True, blank=True, on_delete=models.SET_NULL, related_name="leases")
     acquired_at = models.DateTimeField(null=True, blank=True)

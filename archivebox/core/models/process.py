@@ -16,6 +16,8 @@ class Process(StatefulModel):
         # abxpkg loading or installing a binary a hook needs (archivebox.binaries).
         INSTALL = "install"
         BROWSER = "browser"
+        # The web server's replay server (pywb: archivebox.webarchive.replay).
+        REPLAY = "replay"
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     status = status_field(ProcessGraph)

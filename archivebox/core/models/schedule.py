@@ -18,6 +18,17 @@ EVERY = {"minute": "* * * * *", "hourly": "0 * * * *", "daily": "0 0 * * *", "we
          "month": "0 0 1 * *", "year": "0 0 1 1 *"}
 
 
+# How a period reads in a sentence ("archived daily", "every minute").
+PERIOD_WORDS = {"minute": "every minute", "hourly": "hourly", "daily": "daily", "weekly": "weekly", "monthly": "monthly",
+                "yearly": "yearly"}
+
+
+def period_text(every: str) -> str:
+    """``daily`` -> ``daily``, ``minute`` -> ``every minute``, a cron expression -> ``on cron '0 */6 * * *'``."""
+    name = every.strip().lower()
+    return PERIOD_WORDS.get(name) or f"on cron '{every.strip()}'"
+
+
 class BadSchedule(ValueError):
     """``--every`` is neither a known period nor a cron expression."""
 
@@ -66,6 +77,9 @@ class Schedule(models.Model):
     depth = models.PositiveSmallIntegerField(default=0)
     tags_str = models.CharField(max_length=1024, blank=True, default="")
     only_new = models.BooleanField(default=False, help_text="add only URLs not archived yet, instead of archiving them again")
+    # Each run's crawl config (KEY: value), checked as ``archivebox add -c`` checks it (and, when
+    # set over the network, as the REST API checks a remote caller's).
+    config = models.JSONField(default=dict, blank=True, help_text='config of each run\'s crawl, e.g. {"PER_HOST_DELAY": 2}')
     enabled = models.BooleanField(default=True)
     next_run_at = models.DateTimeField(db_index=True)
     last_run_at = models.DateTimeField(null=True, blank=True)
@@ -77,7 +91,7 @@ class Schedule(models.Model):
         ordering = ["created_at"]
 
     def __str__(self) -> str:
-        return f"every {self.every}: {self.urls.splitlines()[0] if self.urls else 'update the whole collection'}"
+        return f"{period_text(self.every)}: {self.urls.splitlines()[0] if self.urls else 'update the whole collection'}"
 
     @property
     def is_maintenance(self) -> bool:

@@ -30,7 +30,7 @@ non-zero: the engine runs the hook again in its replacement.
 import json
 import os
 
-from archivebox import pluginkit as kit
+from archivebox import pluginkit
 
 PLUGIN = "chrome"
 # The fork server keeps the page-load module (asyncio, the CDP client) imported once this
@@ -40,52 +40,78 @@ FORKSERVER_PRELOAD = ("archivebox.pluginkit.browser",)
 
 def wanted_captures(captures):
     """The captures whose plugin is enabled (and allowed by PLUGINS, when that is set)."""
-    allowed = {p.strip().lower() for p in kit.env_str("PLUGINS", "").split(",") if p.strip()}
+    allowed = {p.strip().lower() for p in pluginkit.env_str("PLUGINS", "").split(",") if p.strip()}
     return [name for name in captures
-            if kit.env_bool(f"{name.upper()}_ENABLED", True) and (not allowed or name in allowed)]
+            if pluginkit.env_bool(f"{name.upper()}_ENABLED", True) and (not allowed or name in allowed)]
 
 
 def browser_source():
-    cdp_url = kit.env_str("CHROME_CDP_URL", "")
+    cdp_url = pluginkit.env_str("CHROME_CDP_URL", "")
     if cdp_url:
         return "cdp", cdp_url
-    binary, configured = kit.chrome_binary()
+    binary, configured = pluginkit.chrome_binary()
     if not binary:
-        record_and_finish({"skipped": kit.chrome_skip_reason(configured)}, "skipped", kit.chrome_skip_reason(configured))
+        reason = pluginkit.chrome_skip_reason(configured)
+        record_and_finish({"skipped": reason}, "skipped", reason)
     return "launch", binary
 
 
 def record_and_finish(info, status, output_str, exit_transient=False):
-    kit.write_json("navigation.json", info)
+    pluginkit.write_json("navigation.json", info)
     if exit_transient:
-        kit.transient(output_str)
-    kit.finish(status, output_str, {k: v for k, v in info.items() if k in ("status", "final_url", "captures", "loaded")})
+        pluginkit.transient(output_str)
+    pluginkit.finish(status, output_str, {k: v for k, v in info.items() if k in ("status", "final_url", "captures", "loaded", "warc")})
+
+
+def recording(args):
+    """Where and how to record the page load as WARC (CHROME_SAVE_WARC), else None."""
+    if not pluginkit.env_bool("CHROME_SAVE_WARC", True):
+        return None
+    import archivebox
+    from archivebox.pluginkit import warc
+
+    for name in os.listdir(warc.WARC_DIR) if os.path.isdir(warc.WARC_DIR) else ():
+        if name.endswith(".open"):  # a recording an earlier attempt did not finish
+            os.remove(os.path.join(warc.WARC_DIR, name))
+    info = {"software": f"ArchiveBox engine {archivebox.__version__} (chrome plugin, recorded over CDP with warcio)",
+            "format": "WARC File Format 1.1",
+            "conformsTo": "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
+            "isPartOf": f"snapshot {args.get('snapshot_id') or ''}".strip(),
+            "persona": pluginkit.env_str("PERSONA", ""),
+            "description": f"Page load of {args['url']}"}
+    return {"folder": warc.WARC_DIR, "name": warc.warc_name(args.get("snapshot_id")), "info": info}
 
 
 def main():
-    args = kit.start(PLUGIN)
+    args = pluginkit.start(PLUGIN)
     url = args["url"]
-    if not kit.is_http_url(url):
+    if not pluginkit.is_http_url(url):
         record_and_finish({"skipped": "not an http(s) URL"}, "skipped", "not an http(s) URL")
     from archivebox.pluginkit import browser  # asyncio and the CDP client: only when a page is loaded
 
     wanted = wanted_captures(browser.CAPTURES)
-    if not wanted:
+    record = recording(args)
+    if not wanted and not record:
         record_and_finish({"skipped": "no browser capture enabled"}, "skipped", "no browser capture enabled")
     for stale in (*browser.CAPTURES.values(), "navigation.json", browser.TARGET_FILE):  # an earlier attempt's
         if os.path.exists(stale):
             os.remove(stale)
     source = browser_source()
     try:
-        info = browser.visit(url, wanted, source, kit.timeout_for(PLUGIN, 60)).info
+        info = browser.visit(url, wanted, source, pluginkit.timeout_for(PLUGIN, 60), record).info
     except browser.VisitFailed as err:
         record_and_finish({"url": url, "error": err.reason}, "failed", err.reason, exit_transient=not err.permanent)
     status = info["status"]
+    if status is not None and pluginkit.is_rate_limited(status):
+        pluginkit.write_json("navigation.json", info)
+        pluginkit.rate_limited(status, (info.get("headers") or {}).get("retry-after"), f"{status} {info['status_text']}".strip())
     if status is not None and status >= 400:
         text = f"{status} {info['status_text']}".strip()
-        record_and_finish(info, "failed", text, exit_transient=kit.is_transient_status(status))
+        record_and_finish(info, "failed", text, exit_transient=pluginkit.is_transient_status(status))
     saved = [name for name, item in info["captures"].items() if "file" in item]
     failed = {name: item["error"] for name, item in info["captures"].items() if "error" in item}
+    if "file" in info.get("warc", {}):
+        saved.append("warc")
     summary = f"{len(saved)} captures" + (f", {len(failed)} failed ({', '.join(failed)})" if failed else "")
     record_and_finish(info, "succeeded" if saved else "failed", summary if saved else json.dumps(failed)[:300])
 

@@ -6,7 +6,7 @@ Skipped when there is no Chromium (the chrome plugin says so).
 """
 import os
 
-from archivebox import pluginkit as H
+from archivebox import pluginkit
 
 PLUGIN = "dom"
 
@@ -23,4 +23,4 @@ def validate(path):
 
 
 if __name__ == "__main__":
-    H.file_capture(PLUGIN, "output.html", validate)
+    pluginkit.file_capture(PLUGIN, "output.html", validate)

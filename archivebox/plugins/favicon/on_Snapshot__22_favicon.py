@@ -5,12 +5,13 @@ Candidates, in order: the icons the page declares (``<link rel="icon">``,
 ``"shortcut icon"``, then ``"apple-touch-icon"``; the page's HTML is read from
 wget's output when present, else fetched), then ``/favicon.ico`` of the page's
 origin. The first candidate that answers 200 with image content wins.
-No icon at all is a permanent failure (exit 0); network errors on every
-candidate exit non-zero (retried later).
+A site without an icon is no failure: the result is ``noresults``, saying what was
+tried (most pages declare none and many sites answer 404 for ``/favicon.ico``);
+network errors on every candidate exit non-zero (retried later).
 """
 import os
 
-from archivebox import pluginkit as H
+from archivebox import pluginkit
 
 PLUGIN = "favicon"
 
@@ -51,7 +52,7 @@ def image_ext(body, content_type, url):
 
 def icon_candidates(html, page_url):
     """Declared icon URLs (absolute or data:), best first."""
-    info = H.scan_html(html)
+    info = pluginkit.scan_html(html)
     base = page_url
     if info["base"]:
         from urllib.parse import urljoin
@@ -63,7 +64,7 @@ def icon_candidates(html, page_url):
         if href.lower().startswith("data:"):
             ranked.append((rank, order, href))
             continue
-        absolute = H.normalize_outlink(href, base)
+        absolute = pluginkit.normalize_outlink(href, base)
         if absolute:
             ranked.append((rank, order, absolute))
     ranked.sort()
@@ -96,38 +97,40 @@ def save_icon(body, ext):
         if name.startswith("favicon.") and os.path.isfile(name):
             os.remove(name)
     filename = f"favicon.{ext}"
-    H.write_atomic(filename, body)
+    pluginkit.write_atomic(filename, body)
     return filename
 
 
 def main():
-    args = H.start(PLUGIN)
+    args = pluginkit.start(PLUGIN)
     url = args["url"]
-    if not H.is_http_url(url):
-        H.finish("skipped", "not an http(s) URL")
-    timeout = H.timeout_for(PLUGIN, 30)
-    user_agent, check_ssl = H.net_options(PLUGIN)
-    max_bytes = H.env_int("FAVICON_MAX_BYTES", 2 * 1024 * 1024, fallbacks=(), minimum=1024)
+    if not pluginkit.is_http_url(url):
+        pluginkit.finish("skipped", "not an http(s) URL")
+    timeout = pluginkit.timeout_for(PLUGIN, 30)
+    user_agent, check_ssl = pluginkit.net_options(PLUGIN)
+    max_bytes = pluginkit.env_int("FAVICON_MAX_BYTES", 2 * 1024 * 1024, fallbacks=(), minimum=1024)
     import time
     deadline = time.monotonic() + timeout
 
     def left():
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            H.transient(f"timed out after {timeout}s")
+            pluginkit.transient(f"timed out after {timeout}s")
         return remaining
 
     candidates = []
     page_url = url
     try:
-        html, page_url, origin = H.load_html(url, timeout=left(), user_agent=user_agent, check_ssl=check_ssl)
-    except H.FetchError as err:
-        H.transient(str(err))
+        html, page_url, origin = pluginkit.load_html(url, timeout=left(), user_agent=user_agent, check_ssl=check_ssl)
+    except pluginkit.RateLimited as err:
+        pluginkit.rate_limited(err.status, err.retry_after)
+    except pluginkit.FetchError as err:
+        pluginkit.transient(str(err))
     if html is not None:
         candidates = icon_candidates(html, page_url or url)
-        H.log(f"page read from {origin}: {len(candidates)} declared icon(s)")
+        pluginkit.log(f"page read from {origin}: {len(candidates)} declared icon(s)")
     else:
-        H.log(f"page not usable ({origin}); trying /favicon.ico only")
+        pluginkit.log(f"page not usable ({origin}); trying /favicon.ico only")
         page_url = url
     from urllib.parse import urlsplit
     parts = urlsplit(page_url or url)
@@ -142,16 +145,18 @@ def main():
             ext = image_ext(body, ctype, candidate) if body else None
             if ext and len(body) <= max_bytes:
                 name = save_icon(body, ext)
-                H.finish("succeeded", name, {"url": "data:", "bytes": len(body), "content_type": ctype})
+                pluginkit.finish("succeeded", name, {"url": "data:", "bytes": len(body), "content_type": ctype})
             misses.append("data: URL (not an image)")
             continue
         try:
-            resp = H.fetch(candidate, timeout=left(), max_bytes=max_bytes + 1, user_agent=user_agent,
+            resp = pluginkit.fetch(candidate, timeout=left(), max_bytes=max_bytes + 1, user_agent=user_agent,
                            check_ssl=check_ssl, accept="image/*,*/*;q=0.8")
-        except H.FetchError as err:
-            H.log(f"WARNING: {err}")
+        except pluginkit.FetchError as err:
+            pluginkit.log(f"WARNING: {err}")
             network_errors.append(str(err))
             continue
+        if resp.rate_limit():
+            pluginkit.rate_limited(resp.status, resp.header("retry-after"))
         if resp.status != 200:
             misses.append(f"{candidate}: {resp.status_text}")
             continue
@@ -163,15 +168,23 @@ def main():
             misses.append(f"{candidate}: not an image ({resp.content_type or 'no content type'})")
             continue
         name = save_icon(resp.body, ext)
-        H.finish("succeeded", name, {
+        pluginkit.finish("succeeded", name, {
             "url": resp.url, "bytes": len(resp.body), "content_type": resp.content_type,
         })
 
     for miss in misses:
-        H.log(f"no icon: {miss}")
+        pluginkit.log(f"no icon: {miss}")
     if network_errors and not misses:
-        H.transient(f"could not fetch any icon: {network_errors[-1]}")
-    H.finish("failed", "no favicon found", {"tried": candidates})
+        pluginkit.transient(f"could not fetch any icon: {network_errors[-1]}")
+    if html is None and origin.startswith("not HTML"):
+        declared = f"the document is {origin}"
+    elif html is None:
+        declared = f"the page was not readable ({origin})"
+    elif len(candidates) == 1:
+        declared = "the page declares none"
+    else:
+        declared = f"none of the {len(candidates) - 1} it declares is an image"
+    pluginkit.finish("noresults", f"no icon: {declared}, and {misses[-1]}", {"tried": candidates, "misses": misses})
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ Symlinks are not followed. Files are streamed in 1 MiB chunks.
 """
 import os
 
-from archivebox import pluginkit as H
+from archivebox import pluginkit
 
 PLUGIN = "hashes"
 CHUNK = 1024 * 1024
@@ -47,7 +47,7 @@ def hash_tree(snap, own_dir, deadline):
                         digest.update(chunk)
                         size += len(chunk)
             except FileNotFoundError:
-                H.log(f"WARNING: {path} vanished while hashing")
+                pluginkit.log(f"WARNING: {path} vanished while hashing")
                 continue
             rel = os.path.relpath(path, snap).replace(os.sep, "/")
             files[rel] = digest.hexdigest()
@@ -56,25 +56,25 @@ def hash_tree(snap, own_dir, deadline):
 
 
 def main():
-    H.start(PLUGIN)
+    pluginkit.start(PLUGIN)
     import hashlib
     import time
-    snap = H.snap_dir()
-    timeout = H.timeout_for(PLUGIN, 120)
+    snap = pluginkit.snap_dir()
+    timeout = pluginkit.timeout_for(PLUGIN, 120)
     if not os.path.isdir(snap):
-        H.finish("skipped", f"snapshot folder {snap} does not exist")
+        pluginkit.finish("skipped", f"snapshot folder {snap} does not exist")
     try:
         files, total_bytes = hash_tree(snap, os.getcwd(), time.monotonic() + timeout)
     except TimeoutError:
-        H.transient(f"hashing timed out after {timeout}s")
+        pluginkit.transient(f"hashing timed out after {timeout}s")
     manifest = "".join(f"{digest}  {path}\n" for path, digest in sorted(files.items()))
     total = {
         "files": len(files),
         "bytes": total_bytes,
         "sha256": hashlib.sha256(manifest.encode("utf-8", "surrogateescape")).hexdigest(),
     }
-    H.write_json("hashes.json", {"algorithm": "sha256", "files": files, "total": total})
-    H.finish("succeeded", f"{len(files)} files hashed", total)
+    pluginkit.write_json("hashes.json", {"algorithm": "sha256", "files": files, "total": total})
+    pluginkit.finish("succeeded", f"{len(files)} files hashed", total)
 
 
 if __name__ == "__main__":

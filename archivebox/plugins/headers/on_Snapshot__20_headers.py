@@ -3,27 +3,28 @@
 
 Writes ``headers.json``: ``{"url": final URL, "requested_url", "status", "reason",
 "headers": {...}, "redirects": [{"status", "url"}, ...]}``.
-HTTP 429 and 5xx are transient (non-zero exit: retried later, headers.json kept);
+HTTP 429 and 503 say "slow down" (exit 75 with the site's Retry-After: the engine rests the
+host, then retries); other 5xx are transient (non-zero exit: retried later, headers.json kept);
 other HTTP >= 400 is a permanent failure (exit 0, status failed); network errors and
 timeouts exit non-zero so the engine retries later.
 """
 
-from archivebox import pluginkit as H
+from archivebox import pluginkit
 
 PLUGIN = "headers"
 
 
 def main():
-    args = H.start(PLUGIN)
+    args = pluginkit.start(PLUGIN)
     url = args["url"]
-    if not H.is_http_url(url):
-        H.finish("skipped", "not an http(s) URL")
-    timeout = H.timeout_for(PLUGIN, 30)
-    user_agent, check_ssl = H.net_options(PLUGIN)
+    if not pluginkit.is_http_url(url):
+        pluginkit.finish("skipped", "not an http(s) URL")
+    timeout = pluginkit.timeout_for(PLUGIN, 30)
+    user_agent, check_ssl = pluginkit.net_options(PLUGIN)
     try:
-        resp = H.fetch(url, timeout=timeout, read_body=False, user_agent=user_agent, check_ssl=check_ssl)
-    except H.FetchError as err:
-        H.transient(str(err))
+        resp = pluginkit.fetch(url, timeout=timeout, read_body=False, user_agent=user_agent, check_ssl=check_ssl)
+    except pluginkit.FetchError as err:
+        pluginkit.transient(str(err))
     headers = resp.headers_dict()
     info = {
         "url": resp.url,
@@ -33,18 +34,20 @@ def main():
         "headers": headers,
         "redirects": [{"status": status, "url": hop} for status, hop in resp.redirects],
     }
-    H.write_json("headers.json", info)
+    pluginkit.write_json("headers.json", info)
     summary = {
         "status": resp.status,
         "url": resp.url,
         "content_type": resp.content_type,
         "redirects": len(resp.redirects),
     }
-    if H.is_transient_status(resp.status):
-        H.transient(f"HTTP {resp.status_text}: the server may recover, retry later")
+    if resp.rate_limit():
+        pluginkit.rate_limited(resp.status, resp.header("retry-after"), output_json=summary)
+    if pluginkit.is_transient_status(resp.status):
+        pluginkit.transient(f"HTTP {resp.status_text}: the server may recover, retry later")
     if resp.status >= 400:
-        H.finish("failed", resp.status_text, summary)
-    H.finish("succeeded", "headers.json", summary)
+        pluginkit.finish("failed", resp.status_text, summary)
+    pluginkit.finish("succeeded", "headers.json", summary)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ no blank-line runs). Skipped when no saved HTML exists (wget or Chromium DOM).
 """
 import os
 
-from archivebox import pluginkit as H
+from archivebox import pluginkit
 
 PLUGIN = "htmltotext"
 
@@ -78,7 +78,7 @@ def html_to_text(html):
         parser.feed(html)
         parser.close()
     except AssertionError as err:
-        H.log(f"WARNING: HTML parser stopped early: {err}")
+        pluginkit.log(f"WARNING: HTML parser stopped early: {err}")
     lines = []
     for line in "".join(parser.parts).split("\n"):
         line = " ".join(line.split())
@@ -89,20 +89,20 @@ def html_to_text(html):
 
 
 def main():
-    H.start(PLUGIN)
-    H.arm_timeout(H.timeout_for(PLUGIN, 30), "text extraction")
-    path = H.find_main_html()
+    pluginkit.start(PLUGIN)
+    pluginkit.arm_timeout(pluginkit.timeout_for(PLUGIN, 30), "text extraction")
+    path = pluginkit.find_main_html()
     if not path:
-        H.finish("skipped", "no saved HTML in this snapshot (wget/dom)")
-    html = H.decode_bytes(H.read_file(path), "text/html")
+        pluginkit.finish("skipped", "no saved HTML in this snapshot (wget/dom)")
+    html = pluginkit.decode_bytes(pluginkit.read_file(path), "text/html")
     _title, text = html_to_text(html)
     if not text:
-        H.finish("failed", "page has no text", {"source": os.path.relpath(path, H.snap_dir())})
-    H.write_atomic("htmltotext.txt", text + "\n")
-    H.finish("succeeded", "htmltotext.txt", {
+        pluginkit.finish("failed", "page has no text", {"source": os.path.relpath(path, pluginkit.snap_dir())})
+    pluginkit.write_atomic("htmltotext.txt", text + "\n")
+    pluginkit.finish("succeeded", "htmltotext.txt", {
         "chars": len(text),
         "words": len(text.split()),
-        "source": os.path.relpath(path, H.snap_dir()),
+        "source": os.path.relpath(path, pluginkit.snap_dir()),
     })
 
 

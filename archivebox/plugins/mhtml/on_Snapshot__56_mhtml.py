@@ -6,7 +6,7 @@ plugin's page load.
 Skipped when there is no Chromium (the chrome plugin says so).
 """
 
-from archivebox import pluginkit as H
+from archivebox import pluginkit
 
 PLUGIN = "mhtml"
 
@@ -20,4 +20,4 @@ def validate(path):
 
 
 if __name__ == "__main__":
-    H.file_capture(PLUGIN, "page.mhtml", validate)
+    pluginkit.file_capture(PLUGIN, "page.mhtml", validate)

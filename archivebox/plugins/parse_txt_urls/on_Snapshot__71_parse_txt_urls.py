@@ -8,7 +8,7 @@ is trimmed from matches, fragments are stripped, duplicates dropped. Writes
 ``urls.jsonl`` and emits one ``Snapshot`` record per URL.
 """
 
-from archivebox import pluginkit as H
+from archivebox import pluginkit
 
 PLUGIN = "parse_txt_urls"
 TRAILING = ".,;:!?'\"*>»”’"
@@ -29,7 +29,7 @@ def extract_urls(text):
                 candidate = candidate[:-1]
             else:
                 break
-        url = H.normalize_outlink(candidate, candidate)
+        url = pluginkit.normalize_outlink(candidate, candidate)
         if url and url not in seen:
             seen.add(url)
             urls.append(url)
@@ -49,42 +49,44 @@ def is_text_plain(content_type, url):
 
 
 def main():
-    args = H.start(PLUGIN)
+    args = pluginkit.start(PLUGIN)
     url = args["url"]
-    timeout = H.timeout_for(PLUGIN, 30)
-    H.arm_timeout(timeout + 1, PLUGIN)  # backstop; fetches have their own deadline
-    user_agent, check_ssl = H.net_options(PLUGIN)
-    allow_fetch = H.is_http_url(url)
-    doc = H.find_document()
+    timeout = pluginkit.timeout_for(PLUGIN, 30)
+    pluginkit.arm_timeout(timeout + 1, PLUGIN)  # backstop; fetches have their own deadline
+    user_agent, check_ssl = pluginkit.net_options(PLUGIN)
+    allow_fetch = pluginkit.is_http_url(url)
+    doc = pluginkit.find_document()
     if doc is not None and doc.source == "wget" and not is_text_plain(doc.content_type, url):
-        H.finish("skipped", f"not a text/plain document ({doc.content_type or 'unknown type'})")
+        pluginkit.finish("skipped", f"not a text/plain document ({doc.content_type or 'unknown type'})")
     if doc is None and not is_text_plain(None, url):
         # Nothing saved: only fetch if the headers hook says text/plain or the URL says .txt
-        info = H.read_json(H.sibling_path("headers", "headers.json"), None)
+        info = pluginkit.read_json(pluginkit.sibling_path("headers", "headers.json"), None)
         ctype = None
         if isinstance(info, dict):
             ctype = next((v for k, v in (info.get("headers") or {}).items() if k.lower() == "content-type"), None)
         if info is not None and not is_text_plain(ctype, url):
-            H.finish("skipped", f"not a text/plain document ({ctype or 'unknown type'})")
+            pluginkit.finish("skipped", f"not a text/plain document ({ctype or 'unknown type'})")
     try:
-        data, ctype, doc_url, origin = H.load_document(url, timeout=timeout, allow_fetch=allow_fetch,
+        data, ctype, doc_url, origin = pluginkit.load_document(url, timeout=timeout, allow_fetch=allow_fetch,
                                                        user_agent=user_agent, check_ssl=check_ssl)
-    except H.FetchError as err:
-        H.transient(str(err))
+    except pluginkit.RateLimited as err:
+        pluginkit.rate_limited(err.status, err.retry_after)
+    except pluginkit.FetchError as err:
+        pluginkit.transient(str(err))
     if data is None:
         if origin.startswith("no saved"):
-            H.finish("skipped", origin)
-        H.finish("failed", origin)
+            pluginkit.finish("skipped", origin)
+        pluginkit.finish("failed", origin)
     if not is_text_plain(ctype, doc_url or url):
-        H.finish("skipped", f"not a text/plain document ({ctype or 'unknown type'})")
-    text = H.decode_bytes(data, ctype)
+        pluginkit.finish("skipped", f"not a text/plain document ({ctype or 'unknown type'})")
+    text = pluginkit.decode_bytes(data, ctype)
     urls = extract_urls(text)
     import json
-    H.write_atomic("urls.jsonl", "".join(
+    pluginkit.write_atomic("urls.jsonl", "".join(
         json.dumps({"type": "Snapshot", "url": u}, ensure_ascii=False) + "\n" for u in urls))
     for u in urls:
-        H.emit_url(u, expand=True)  # a URL list: its URLs are archived at this depth
-    H.finish("succeeded", "urls.jsonl", {"count": len(urls), "source": origin})
+        pluginkit.emit_url(u, expand=True)  # a URL list: its URLs are archived at this depth
+    pluginkit.finish("succeeded", "urls.jsonl", {"count": len(urls), "source": origin})
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 Skipped when there is no Chromium (the chrome plugin says so).
 """
 
-from archivebox import pluginkit as H
+from archivebox import pluginkit
 
 PLUGIN = "pdf"
 
@@ -18,4 +18,4 @@ def validate(path):
 
 
 if __name__ == "__main__":
-    H.file_capture(PLUGIN, "output.pdf", validate)
+    pluginkit.file_capture(PLUGIN, "output.pdf", validate)

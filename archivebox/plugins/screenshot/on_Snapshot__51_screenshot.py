@@ -5,7 +5,7 @@ The whole page, or the window only with ``SCREENSHOT_FULL_PAGE=false`` (window s
 ``CHROME_RESOLUTION``). Skipped when there is no Chromium (the chrome plugin says so).
 """
 
-from archivebox import pluginkit as H
+from archivebox import pluginkit
 
 PLUGIN = "screenshot"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -22,4 +22,4 @@ def validate(path):
 
 
 if __name__ == "__main__":
-    H.file_capture(PLUGIN, "screenshot.png", validate)
+    pluginkit.file_capture(PLUGIN, "screenshot.png", validate)

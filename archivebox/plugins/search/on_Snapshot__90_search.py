@@ -3,17 +3,17 @@
 
 Text source, first found: ``htmltotext/htmltotext.txt``, ``readability/article.txt``,
 else only the title. The title comes from ``title/title.txt`` (else
-``readability/article.json``). The database is ``$DATA_DIR/search.sqlite3``
-(see ``fts.py`` beside this file); re-running replaces the snapshot's row.
+``readability/article.json``). The database is ``$DATA_DIR/search.sqlite3``, the
+engine's full-text index (``archivebox.fulltext``, which imports nothing of the engine
+and answers ``archivebox search``); re-running replaces the snapshot's row.
 Without ``DATA_DIR`` the collection root is guessed from ``SNAP_DIR`` when it
 lives under ``<root>/archive/``.
 """
 import os
 
-from archivebox import pluginkit as H
+from archivebox import pluginkit
 
 PLUGIN = "search"
-DB_NAME = "search.sqlite3"
 TEXT_SOURCES = (("htmltotext", "htmltotext.txt"), ("readability", "article.txt"))
 
 
@@ -37,10 +37,10 @@ def data_dir_for(snap):
 
 
 def main():
-    args = H.start(PLUGIN)
+    args = pluginkit.start(PLUGIN)
     url = args["url"]
-    snap = H.snap_dir()
-    max_chars = H.env_int("SEARCH_MAX_CHARS", 2_000_000, fallbacks=(), minimum=1000)
+    snap = pluginkit.snap_dir()
+    max_chars = pluginkit.env_int("SEARCH_MAX_CHARS", 2_000_000, fallbacks=(), minimum=1000)
     snapshot_id = args.get("snapshot_id")
     if not isinstance(snapshot_id, str) or not snapshot_id:
         snapshot_id = os.path.basename(snap)
@@ -54,33 +54,33 @@ def main():
         text = None
     title = (read_text(os.path.join(snap, "title", "title.txt"), 4096) or "").strip()
     if not title:
-        article = H.read_json(os.path.join(snap, "readability", "article.json"), {}) or {}
+        article = pluginkit.read_json(os.path.join(snap, "readability", "article.json"), {}) or {}
         title = (article.get("title") or "").strip() if isinstance(article, dict) else ""
     if text is None and not title:
-        H.finish("skipped", "nothing to index (no text or title in this snapshot)")
+        pluginkit.finish("skipped", "nothing to index (no text or title in this snapshot)")
     if text is None:
         source = "title"
 
     root = data_dir_for(snap)
     if not root:
-        H.finish("skipped", "DATA_DIR is not set")
-    db_path = os.path.join(root, DB_NAME)
-
+        pluginkit.finish("skipped", "DATA_DIR is not set")
     import sqlite3
 
-    from archivebox.plugins.search import fts
+    from archivebox import fulltext
 
-    timeout = H.timeout_for(PLUGIN, 60)
-    H.arm_timeout(timeout, "indexing")
+    db_path = str(fulltext.database(root))
+
+    timeout = pluginkit.timeout_for(PLUGIN, 60)
+    pluginkit.arm_timeout(timeout, "indexing")
     try:
-        fts.index_snapshot(db_path, snapshot_id, url, title, text or "")
+        fulltext.index_snapshot(db_path, snapshot_id, url, title, text or "")
     except sqlite3.Error as err:
-        H.transient(f"could not write {db_path}: {err}")
+        pluginkit.transient(f"could not write {db_path}: {err}")
     finally:
-        H.disarm_timeout()
+        pluginkit.disarm_timeout()
     chars = len(text or "")
-    H.finish("succeeded", f"indexed {chars} chars from {source}", {
-        "db": DB_NAME, "snapshot_id": snapshot_id, "source": source, "chars": chars, "title": title,
+    pluginkit.finish("succeeded", f"indexed {chars} chars from {source}", {
+        "db": fulltext.DB_NAME, "snapshot_id": snapshot_id, "source": source, "chars": chars, "title": title,
     })
 
 

@@ -14,7 +14,7 @@ The ArchiveResult's ``output_str`` is the relative path of the main file.
 import os
 import sys
 
-from archivebox import pluginkit as H
+from archivebox import pluginkit
 
 PLUGIN = "wget"
 
@@ -56,9 +56,24 @@ def parse_log(text):
     return saved, content_type, errors
 
 
+def retry_after_in(text):
+    """The ``Retry-After`` header of the first response wget was refused with (429/503), from
+    its ``--server-response`` log; None if that response had none."""
+    seen = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("HTTP/"):
+            seen = None  # a new response
+        elif stripped.lower().startswith("retry-after:"):
+            seen = stripped.split(":", 1)[1].strip()
+        elif "ERROR 429" in stripped or "ERROR 503" in stripped:
+            return seen
+    return None
+
+
 def build_command(binary, url, timeout, warc_prefix):
-    user_agent, check_ssl = H.net_options(PLUGIN)
-    restrict = H.env_str("WGET_RESTRICT_FILE_NAMES", "windows")
+    user_agent, check_ssl = pluginkit.net_options(PLUGIN)
+    restrict = pluginkit.env_str("WGET_RESTRICT_FILE_NAMES", "windows")
     cmd = [
         binary,
         "--no-verbose",
@@ -78,15 +93,15 @@ def build_command(binary, url, timeout, warc_prefix):
     ]
     if not check_ssl:
         cmd.append("--no-check-certificate")
-    cookies = H.env_str("WGET_COOKIES_FILE", "", fallbacks=("COOKIES_FILE",))
+    cookies = pluginkit.env_str("WGET_COOKIES_FILE", "", fallbacks=("COOKIES_FILE",))
     if cookies:
         if not os.path.isfile(cookies):
-            H.finish("failed", f"cookies file not found: {cookies}")
+            pluginkit.finish("failed", f"cookies file not found: {cookies}")
         # The file's path only: its contents (a session) never reach the command line or a log.
         cmd.append(f"--load-cookies={cookies}")
     if warc_prefix:
         cmd.append(f"--warc-file={warc_prefix}")
-    cmd += H.env_list("WGET_EXTRA_ARGS", [])
+    cmd += pluginkit.env_list("WGET_EXTRA_ARGS", [])
     cmd.append(url)
     return cmd
 
@@ -101,47 +116,47 @@ def count_files(root, skip=()):
             try:
                 total += os.path.getsize(path)
             except OSError as err:
-                H.log(f"WARNING: cannot stat {path}: {err}")
+                pluginkit.log(f"WARNING: cannot stat {path}: {err}")
                 continue
             files += 1
     return files, total
 
 
 def main():
-    args = H.start(PLUGIN)
+    args = pluginkit.start(PLUGIN)
     url = args["url"]
-    if not H.is_http_url(url):
-        H.finish("skipped", "not an http(s) URL")
-    configured = H.env_str("WGET_BINARY", "wget")
-    binary = H.which(configured)
+    if not pluginkit.is_http_url(url):
+        pluginkit.finish("skipped", "not an http(s) URL")
+    configured = pluginkit.env_str("WGET_BINARY", "wget")
+    binary = pluginkit.which(configured)
     if not binary:
-        H.finish("skipped", f"wget not installed ({configured} not found)")
-    timeout = H.timeout_for(PLUGIN, 60)
-    H.install_sigterm_handler()
+        pluginkit.finish("skipped", f"wget not installed ({configured} not found)")
+    timeout = pluginkit.timeout_for(PLUGIN, 60)
+    pluginkit.install_sigterm_handler()
 
     warc_prefix = None
-    if H.env_bool("WGET_SAVE_WARC", False):
+    if pluginkit.env_bool("WGET_SAVE_WARC", False):
         import time
         os.makedirs("warc", exist_ok=True)
         warc_prefix = os.path.join("warc", time.strftime("%Y%m%d%H%M%S", time.gmtime()))
 
     env = dict(os.environ, LC_ALL="C", LANG="C")
     cmd = build_command(binary, url, timeout, warc_prefix)
-    H.log("running:", " ".join(cmd))
-    result = H.run_cmd(cmd, timeout=timeout, env=env)
+    pluginkit.log("running:", " ".join(cmd))
+    result = pluginkit.run_cmd(cmd, timeout=timeout, env=env)
     log_text = result.stderr.decode("utf-8", "surrogateescape")  # file names round-trip
     if log_text.strip():
         shown = result.stderr.decode("utf-8", "replace")
         sys.stderr.write(shown if shown.endswith("\n") else shown + "\n")
     if result.timed_out:
-        H.transient(f"wget timed out after {timeout}s")
+        pluginkit.transient(f"wget timed out after {timeout}s")
 
     saved, content_type, errors = parse_log(log_text)
     cwd = os.getcwd()
     main_file = None
     main_url = url
     for saved_url, path in saved:
-        if os.path.isfile(path) and H.inside(path, cwd):
+        if os.path.isfile(path) and pluginkit.inside(path, cwd):
             main_file = os.path.relpath(path, cwd)
             main_url = saved_url
             break
@@ -150,13 +165,15 @@ def main():
     if main_file is None:
         if errors:
             status, reason = errors[0]
-            if H.is_transient_status(status):
-                H.transient(f"HTTP {status} {reason}: the server may recover, retry later")
+            if pluginkit.is_rate_limited(status):
+                pluginkit.rate_limited(status, retry_after_in(log_text), f"HTTP {status} {reason}: the site asks to slow down")
+            if pluginkit.is_transient_status(status):
+                pluginkit.transient(f"HTTP {status} {reason}: the server may recover, retry later")
             if status >= 400:
-                H.finish("failed", f"{status} {reason}", {"status": status, "exit_code": code})
+                pluginkit.finish("failed", f"{status} {reason}", {"status": status, "exit_code": code})
         if code == 0:
-            H.finish("failed", "wget saved no file", {"exit_code": code})
-        H.transient(f"wget exited with {code}: {WGET_EXIT.get(code, 'unknown error')}")
+            pluginkit.finish("failed", "wget saved no file", {"exit_code": code})
+        pluginkit.transient(f"wget exited with {code}: {WGET_EXIT.get(code, 'unknown error')}")
 
     original = main_file + ".orig"
     info = {
@@ -174,11 +191,11 @@ def main():
     files, size = count_files(cwd)
     info["files"] = files
     info["bytes"] = size
-    H.write_json("wget.json", info)
+    pluginkit.write_json("wget.json", info)
     summary = {k: info[k] for k in ("main_file", "url", "content_type", "files", "bytes", "exit_code")}
     if warc_prefix:
         summary["warc_file"] = info["warc_file"]
-    H.finish("succeeded", main_file, summary)
+    pluginkit.finish("succeeded", main_file, summary)
 
 
 if __name__ == "__main__":

@@ -8,16 +8,16 @@ login cookie, a downloaded model).
 """
 import time
 
-from archivebox import pluginkit as kit
+from archivebox import pluginkit
 
 PLUGIN = "example_crawl"
 
 
 def main():
-    args = kit.parse_args()  # a crawl hook gets --crawl-id (and --url: the crawl's first URL)
-    label = kit.env_str("EXAMPLE_CRAWL_LABEL", "example")
-    kit.write_json("setup.json", {"crawl_id": args.get("crawl_id"), "label": label, "at": time.time()})
-    kit.finish("succeeded", "setup.json", {"label": label})
+    args = pluginkit.parse_args()  # a crawl hook gets --crawl-id (and --url: the crawl's first URL)
+    label = pluginkit.env_str("EXAMPLE_CRAWL_LABEL", "example")
+    pluginkit.write_json("setup.json", {"crawl_id": args.get("crawl_id"), "label": label, "at": time.time()})
+    pluginkit.finish("succeeded", "setup.json", {"label": label})
 
 
 if __name__ == "__main__":

@@ -6,19 +6,19 @@ Without it (the crawl hook failed or was disabled) the result is ``noresults``.
 """
 import os
 
-from archivebox import pluginkit as kit
+from archivebox import pluginkit
 
 PLUGIN = "example_crawl"
 
 
 def main():
-    args = kit.start(PLUGIN)
-    crawl_dir = kit.env_str("CRAWL_DIR")
-    setup = kit.read_json(os.path.join(crawl_dir, PLUGIN, "setup.json")) if crawl_dir else None
+    args = pluginkit.start(PLUGIN)
+    crawl_dir = pluginkit.env_str("CRAWL_DIR")
+    setup = pluginkit.read_json(os.path.join(crawl_dir, PLUGIN, "setup.json")) if crawl_dir else None
     if not isinstance(setup, dict):
-        kit.finish("noresults", "the crawl hook left no setup.json")
-    kit.write_json("stamp.json", {**setup, "snapshot_id": args.get("snapshot_id"), "url": args["url"]})
-    kit.finish("succeeded", "stamp.json", {"label": setup.get("label")})
+        pluginkit.finish("noresults", "the crawl hook left no setup.json")
+    pluginkit.write_json("stamp.json", {**setup, "snapshot_id": args.get("snapshot_id"), "url": args["url"]})
+    pluginkit.finish("succeeded", "stamp.json", {"label": setup.get("label")})
 
 
 if __name__ == "__main__":

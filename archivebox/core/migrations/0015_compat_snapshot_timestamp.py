@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('core', '0011_archiveresult_ready_stop'),
+        ('core', '0014_web_list_indexes_and_text_index'),
     ]
 
     operations = [

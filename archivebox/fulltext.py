@@ -1,4 +1,9 @@
-"""Full-text search index of snapshots in an SQLite FTS5 database.
+"""Full-text search of snapshots: the engine's index, an SQLite FTS5 database.
+
+The engine queries it (``archivebox search``, the API, snapshot filters) and drops a
+removed snapshot's row; the ``search`` plugin's hook fills it (a hook imports this module,
+which imports nothing of the project, so it runs without Django). The file is
+``<DATA_DIR>/search.sqlite3`` (:func:`database`).
 
 Layout (``PRAGMA user_version`` = 1):
 
@@ -11,13 +16,16 @@ Layout (``PRAGMA user_version`` = 1):
 The database runs in WAL mode with a 10 s busy timeout, and every write is one
 ``BEGIN IMMEDIATE`` transaction, so several processes can index at once.
 
-Public API: :func:`index_snapshot`, :func:`remove_snapshot`, :func:`search`,
-:func:`literal_query`.
+Public API: :func:`database`, :func:`index_snapshot`, :func:`remove_snapshot`,
+:func:`search`, :func:`newest_matches`, :func:`snippets`, :func:`literal_query`,
+:func:`indexed_text`.
 """
 import os
 import sqlite3
 import time
+from pathlib import Path
 
+DB_NAME = "search.sqlite3"
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_MS = 10000
 
@@ -51,6 +59,11 @@ END;
 
 # bm25 weights for (url, title, text): a hit in the title counts most
 _WEIGHTS = (2.0, 5.0, 1.0)
+
+
+def database(data_dir) -> Path:
+    """The search database of the collection in ``data_dir``."""
+    return Path(data_dir) / DB_NAME
 
 
 def _connect(db_path):
@@ -211,6 +224,61 @@ def search(db_path, query, limit=50, highlight=("[", "]")):
         {"snapshot_id": sid, "url": url, "title": title, "snippet": snippet, "rank": score}
         for sid, url, title, snippet, score in rows
     ]
+
+
+def _read(db_path, sql, params, query):
+    """Rows of a read of the index; [] when it does not exist yet; ValueError for a bad query."""
+    if not os.path.exists(db_path):
+        return []
+    conn = _connect(db_path)
+    try:
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'search_fts'").fetchone():
+            return []
+        try:
+            return conn.execute(sql, params).fetchall()
+        except sqlite3.OperationalError as err:
+            if _is_query_error(str(err)):
+                raise ValueError(f"invalid search query {query!r}: {err}") from None
+            raise
+    finally:
+        conn.close()
+
+
+def newest_matches(db_path, query, limit):
+    """Ids of the snapshots matching ``query``, the most recently indexed first, at most
+    ``limit``: FTS5 walks its index backwards and stops there, however common the words
+    (ranking every match by relevance costs as much as there are matches)."""
+    rows = _read(db_path, "SELECT d.snapshot_id FROM search_fts JOIN search_docs d ON d.id = search_fts.rowid "
+                          "WHERE search_fts MATCH ? ORDER BY search_fts.rowid DESC LIMIT ?", (query, int(limit)), query)
+    return [row[0] for row in rows]
+
+
+def snippets(db_path, query, snapshot_ids, highlight=("[", "]")):
+    """``{snapshot_id: snippet}`` of the text around ``query``'s words in these snapshots (those
+    whose text matches)."""
+    ids = [str(i) for i in snapshot_ids]
+    if not ids:
+        return {}
+    marks = ", ".join("?" for _ in ids)
+    # search_docs first (CROSS JOIN keeps that order): FTS5 then seeks each row's entry
+    # instead of walking every match of a common word.
+    rows = _read(db_path, "SELECT d.snapshot_id, snippet(search_fts, 2, ?, ?, '\u2026', 16) FROM search_docs d "
+                          f"CROSS JOIN search_fts ON search_fts.rowid = d.id WHERE d.snapshot_id IN ({marks}) AND search_fts MATCH ?",
+                 (highlight[0], highlight[1], *ids, query), query)
+    return {sid: text for sid, text in rows if text}
+
+
+def indexed_text(db_path, snapshot_id):
+    """The text indexed for ``snapshot_id``, or None (not indexed, or no database yet).
+    Opens the database read-only: it may be read on a read-only collection."""
+    if not os.path.exists(db_path):
+        return None
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+    try:
+        row = conn.execute("SELECT text FROM search_docs WHERE snapshot_id = ?", (str(snapshot_id),)).fetchone()
+    finally:
+        conn.close()
+    return row[0] if row else None
 
 
 def _is_query_error(message):

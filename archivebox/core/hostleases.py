@@ -1,0 +1,272 @@
+"""Per-host limits as rows: host slots held by snapshots, booked starts, pauses.
+
+A host is a shared resource like an actor type (DESIGN rule 8). Each snapshot in flight
+holds one *slot* of its host, a :class:`Lease` row ``host:<name>:<n>`` whose holder is
+the snapshot's id. A slot is taken (:func:`reserve`) by a compare-and-swap on its holder,
+so two pools on two machines never take the same one, together with a start booked on
+the :class:`Host` row (:func:`book_start`: ``next_start_at`` moves on by the crawl's delay
+in one conditional UPDATE; and never sooner than that delay after the host's last actual
+start, ``last_started_at``). Who holds a slot:
+
+- nobody (``holder`` empty), or a snapshot that ended or no longer exists: the slot is
+  free (a release that was lost, or a worker killed before it released, costs nothing);
+- a snapshot still queued: a *reservation*, good until ``expires_at``
+  (HOST_RESERVATION_TTL after its booked start, ``acquired_at``); if the snapshot never
+  starts (the worker that reserved it died before waking it), the slot is free after that;
+- a started snapshot: held until it ends, whichever worker carries it on.
+
+Pauses: a host that answered 429/503 rests until ``paused_until`` (:func:`pause`), counted
+once per attempt (``strike_key``); its snapshots' hooks and its next starts wait for it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections import defaultdict
+from dataclasses import dataclass
+
+from django.db.models import Q
+
+from archivebox import hostrules
+from archivebox.core.graphs import SnapshotGraph
+from archivebox.core.models import Host, Lease, Snapshot
+from archivebox.core.rowsql import db_connection, db_datetime, db_pk
+
+logger = logging.getLogger(__name__)
+
+PREFIX = "host:"
+# Leases of hosts are those whose ``actor`` is in [PREFIX, PREFIX_END): ';' follows ':'.
+PREFIX_END = "host;"
+# How many times a booking is tried again when another pool booked the same host meanwhile.
+BOOKING_TRIES = 20
+
+
+def actor_of(host: str) -> str:
+    return f"{PREFIX}{host}"
+
+
+def slot_key(host: str, index: int) -> str:
+    return f"{PREFIX}{host}:{index}"
+
+
+@dataclass(frozen=True)
+class HeldSlot:
+    """A slot some snapshot holds: ``start_at`` is its booked start, ``queued`` whether
+    the snapshot has yet to start (a reservation)."""
+
+    key: str
+    host: str
+    holder: str
+    crawl_id: object
+    start_at: dt.datetime | None
+    expires_at: dt.datetime | None
+    queued: bool
+
+
+def _host_leases():
+    return Lease.objects.filter(actor__gte=PREFIX, actor__lt=PREFIX_END)
+
+
+def held(now: dt.datetime, hosts: list[str] | None = None) -> dict[str, list[HeldSlot]]:
+    """The slots that are held right now (see the module docstring), by host; two reads."""
+    leases = _host_leases().exclude(holder="")
+    if hosts is not None:
+        leases = leases.filter(actor__in=[actor_of(h) for h in hosts])
+    rows = list(leases.values_list("key", "actor", "holder", "acquired_at", "expires_at"))
+    if not rows:
+        return {}
+    holders = {str(pk): (status, crawl_id) for pk, status, crawl_id in
+               Snapshot.objects.filter(pk__in=[row[2] for row in rows]).values_list("pk", "status", "crawl_id")}
+    found: dict[str, list[HeldSlot]] = defaultdict(list)
+    for key, actor, holder, start_at, expires_at in rows:
+        status, crawl_id = holders.get(holder, (None, None))
+        if status == SnapshotGraph.started or (status == SnapshotGraph.queued and expires_at is not None and expires_at >= now):
+            host = actor[len(PREFIX):]
+            found[host].append(HeldSlot(key, host, holder, crawl_id, start_at, expires_at, status == SnapshotGraph.queued))
+    return dict(found)
+
+
+def slot_of(snapshot_id, host: str) -> Lease | None:
+    """The slot ``snapshot_id`` holds (or held) of its host, if any."""
+    return Lease.objects.filter(actor=actor_of(host), holder=str(snapshot_id)).first()
+
+
+def reservation(snapshot_id, host: str, now: dt.datetime) -> dt.datetime | None:
+    """When a queued snapshot may start under its host's limits (its booked start), or None
+    when it holds no live reservation."""
+    lease = slot_of(snapshot_id, host)
+    if lease is None or lease.expires_at is None or lease.expires_at < now:
+        return None
+    return lease.acquired_at or now
+
+
+def reserve(host: str, index: int, seen_holder: str, snapshot_id, start_at: dt.datetime, ttl: float,
+            machine_id: int | None) -> bool:
+    """Take slot ``index`` of ``host`` for ``snapshot_id`` if its holder is still ``seen_holder``
+    (the caller found it free): one conditional UPDATE, whose rowcount says who won."""
+    key = slot_key(host, index)
+    values = {"holder": str(snapshot_id), "acquired_at": start_at, "expires_at": start_at + dt.timedelta(seconds=ttl), "machine_id": machine_id}
+    if Lease.objects.filter(key=key, holder=seen_holder).update(**values):
+        return True
+    if seen_holder or Lease.objects.filter(key=key).exists():
+        return False
+    Lease.objects.bulk_create([Lease(key=key, actor=actor_of(host))], ignore_conflicts=True)  # its first use
+    return bool(Lease.objects.filter(key=key, holder=seen_holder).update(**values))
+
+
+def release(snapshot_id, host: str, now: dt.datetime) -> int:
+    """Free the slot a snapshot held; a host that served it without a pause meanwhile
+    forgets its strikes. Returns the slots freed."""
+    freed = Lease.objects.filter(actor=actor_of(host), holder=str(snapshot_id)).update(holder="", expires_at=None)
+    Host.objects.filter(Q(paused_until__isnull=True) | Q(paused_until__lt=now), name=host, strikes__gt=0).update(strikes=0, strike_key="")
+    return freed
+
+
+def free_slot_indexes(host: str, count: int, now: dt.datetime, live: list[HeldSlot]) -> list[tuple[int, str]]:
+    """``(index, holder as seen)`` of the slots among the first ``count`` of ``host`` that
+    nobody live holds (``live``: its held slots, as :func:`held` found them)."""
+    taken = {slot.key for slot in live}
+    seen = dict(_host_leases().filter(actor=actor_of(host)).values_list("key", "holder"))
+    # The first free ones are among the first len(taken) + a few: no need to list a huge limit's every slot.
+    return [(i, seen.get(slot_key(host, i), "")) for i in range(min(count, len(taken) + 4)) if slot_key(host, i) not in taken]
+
+
+def _host(host: str) -> None:
+    Host.objects.bulk_create([Host(name=host)], ignore_conflicts=True)
+
+
+def book_start(host: str, delay: float, now: dt.datetime) -> dt.datetime | None:
+    """Book the next start of a snapshot of ``host``: the later of now, the host's
+    ``next_start_at`` and the end of its pause, which then moves ``delay`` seconds past it.
+    None if other pools kept booking it first (the caller tries later)."""
+    for _ in range(BOOKING_TRIES):
+        row = Host.objects.filter(name=host).values_list("next_start_at", "paused_until").first()
+        if row is None:
+            _host(host)  # its first booking
+            continue
+        seen, paused_until = row
+        start = max(t for t in (now, seen, paused_until) if t is not None)
+        won = Host.objects.filter(name=host, next_start_at=seen) if seen is not None else Host.objects.filter(name=host, next_start_at__isnull=True)
+        if won.update(next_start_at=start + dt.timedelta(seconds=delay)):
+            return start
+    logger.info("host %s: could not book a start after %d tries (other pools booked it meanwhile)", host, BOOKING_TRIES)
+    return None
+
+
+def started(host: str, at: dt.datetime) -> None:
+    """A snapshot of ``host`` started at ``at``: the next may start ``delay`` after the later
+    of this and its own booked start (a start late on its booking does not shorten the gap)."""
+    Host.objects.filter(Q(last_started_at__isnull=True) | Q(last_started_at__lt=at), name=host).update(last_started_at=at)
+
+
+@dataclass(frozen=True)
+class HostState:
+    """What a snapshot about to start needs to know of its host."""
+
+    paused_until: dt.datetime | None
+    pause_reason: str
+    last_started_at: dt.datetime | None
+
+
+def state(host: str) -> HostState:
+    row = Host.objects.filter(name=host).values_list("paused_until", "pause_reason", "last_started_at").first()
+    return HostState(*row) if row else HostState(None, "", None)
+
+
+def paused(host: str, now: dt.datetime) -> tuple[dt.datetime, str] | None:
+    """``(until, why)`` while ``host`` rests after a 429/503; None otherwise."""
+    row = Host.objects.filter(name=host, paused_until__gt=now).values_list("paused_until", "pause_reason").first()
+    return (row[0], row[1]) if row else None
+
+
+def paused_hosts(now: dt.datetime) -> dict[str, dt.datetime]:
+    """Every host resting right now, with the end of its rest (the ``host_paused`` index)."""
+    return dict(Host.objects.filter(paused_until__gt=now).values_list("name", "paused_until"))
+
+
+def pause(host: str, retry_after: float | None, why: str, key: str, now: dt.datetime, base: float, cap: float) -> dt.datetime:
+    """The site said "slow down" (attempt ``key``): its host rests for ``retry_after`` seconds
+    (capped by ``cap``), or without one for ``base`` doubling with each strike in a row.
+    A pause already longer is kept. Counted once per ``key``. Returns the end of the rest."""
+    _host(host)
+    for _ in range(BOOKING_TRIES):
+        strikes, strike_key, until = Host.objects.filter(name=host).values_list("strikes", "strike_key", "paused_until").get()
+        if strike_key == key:
+            return until or now
+        seconds = hostrules.pause_seconds(retry_after, strikes + 1, base, cap)
+        end = max(now + dt.timedelta(seconds=seconds), until or now)
+        said = f"Retry-After {retry_after:g} s" if retry_after is not None else f"no Retry-After: backoff {seconds:g} s"
+        reason = f"{why} ({said}, strike {strikes + 1})"
+        if Host.objects.filter(name=host, strikes=strikes, strike_key=strike_key).update(
+                strikes=strikes + 1, strike_key=key, paused_until=end, pause_reason=reason[:500]):
+            logger.warning("host %s paused until %s: %s", host, end.isoformat(timespec="seconds"), reason)
+            return end
+    return now
+
+
+def wake_at(pks: list, at: dt.datetime) -> int:
+    """Make parked snapshots due at ``at`` (a booked start), except rows a tick has claimed,
+    which are marked woken instead (their tick's own write then makes them due at once)."""
+    if not pks:
+        return 0
+    db = db_connection()
+    marks = ", ".join(["%s"] * len(pks))
+    sql = (f"UPDATE {Snapshot._meta.db_table} SET retry_at = CASE WHEN claimed THEN retry_at ELSE %s END, "
+           f"woken = CASE WHEN claimed THEN %s ELSE woken END WHERE id IN ({marks}) AND retry_at > %s")
+    with db.cursor() as cursor:
+        cursor.execute(sql, [db_datetime(at, db), True, *(db_pk(Snapshot, pk, db) for pk in pks), db_datetime(at, db)])
+        return cursor.rowcount
+
+
+# What people are shown (archivebox status, list, the admin, a snapshot's page) ------------
+
+@dataclass(frozen=True)
+class HostReport:
+    """A host that is busy, resting or waited for, and why."""
+
+    name: str
+    in_flight: int  # its snapshots holding a slot (started, or let in and about to start)
+    paused_until: dt.datetime | None
+    reason: str  # why it rests
+    strikes: int  # 429/503 answers in a row (a pause without Retry-After backs off with them)
+    next_start_at: dt.datetime | None  # its next booked start, when in the future
+
+    def describe(self, now: dt.datetime) -> str:
+        parts = [f"{self.in_flight} snapshot(s) in flight"] if self.in_flight else []
+        if self.paused_until and self.paused_until > now:
+            kind = "backing off" if "no Retry-After" in self.reason else "paused"
+            parts.append(f"{kind} until {self.paused_until.isoformat(timespec='seconds')} "
+                         f"({(self.paused_until - now).total_seconds():.0f} s): {self.reason}")
+        if self.next_start_at and self.next_start_at > now:
+            parts.append(f"next start at {self.next_start_at.isoformat(timespec='seconds')} (PER_HOST_DELAY)")
+        return "; ".join(parts)
+
+
+def report(now: dt.datetime, limit: int = 50) -> list[HostReport]:
+    """The hosts busy, resting or booked ahead right now, busiest first (at most ``limit``)."""
+    live = held(now)
+    rows = {name: row for name, *row in Host.objects.filter(
+        Q(name__in=list(live)) | Q(paused_until__gt=now) | Q(next_start_at__gt=now)).values_list(
+        "name", "paused_until", "pause_reason", "strikes", "next_start_at")}
+    found = [HostReport(name, len(live.get(name, [])), *(rows.get(name) or (None, "", 0, None))) for name in set(live) | set(rows)]
+    found.sort(key=lambda h: (-h.in_flight, h.paused_until is None, h.name))
+    return found[:limit]
+
+
+def why_waiting(snapshot, now: dt.datetime) -> str:
+    """Why a queued snapshot has not started, as far as its host is concerned ("" if it is
+    not waiting for its host)."""
+    if snapshot.status != SnapshotGraph.queued or not snapshot.host:
+        return ""
+    host = state(snapshot.host)
+    if host.paused_until and host.paused_until > now:
+        return f"waiting for its host {snapshot.host}, resting until {host.paused_until.isoformat(timespec='seconds')}: {host.pause_reason}"
+    start_at = reservation(snapshot.pk, snapshot.host, now)
+    if start_at is not None:
+        if start_at > now:
+            return f"let in: starts at {start_at.isoformat(timespec='seconds')} (its host's PER_HOST_DELAY)"
+        return ""
+    busy = len(held(now, [snapshot.host]).get(snapshot.host, []))
+    return f"waiting for its host {snapshot.host}: {busy} of its snapshots in flight (PER_HOST_SNAPSHOTS)" if busy else \
+        "waiting to be let in (SNAPSHOT_MAX_ACTIVE)"

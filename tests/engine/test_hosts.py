@@ -1,0 +1,99 @@
+"""The politeness rules (archivebox/hostrules.py) and the host slots (core/hostleases.py), in process."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.utils import timezone
+
+from archivebox import hostrules
+from archivebox.config import ConfigError
+from archivebox.core import hostleases
+from archivebox.core.models import SNAPSHOTS_STEP, Crawl, Snapshot
+from archivebox.hooks.outcome import Ending, Outcome, decide
+from archivebox.sideeffects.pacing import activate
+
+HOUR = dt.timedelta(hours=1)
+
+
+def test_a_host_is_the_lower_cased_host_name_without_port():
+    assert hostrules.host_of("https://WWW.Example.COM:8443/a?b") == "www.example.com"
+    assert Snapshot(url="http://Sub.Example.org/x").host == ""  # filled when written
+    crawl = Crawl.objects.create(urls="http://a/", retry_at=timezone.now())
+    snapshot = Snapshot.objects.create(crawl=crawl, url="http://Sub.Example.org:81/x", retry_at=timezone.now())
+    assert Snapshot.objects.get(pk=snapshot.pk).host == "sub.example.org"
+
+
+def test_per_host_limits_patterns_the_most_specific_wins():
+    table = hostrules.parse_limits('{"*.example.com": {"snapshots": 1, "delay": 5}, "a.example.com": {"delay": 1},'
+                                   ' "*.b.example.com": {"snapshots": 3}}')
+    assert hostrules.limits_for("example.com", 4, 0, table) == hostrules.HostLimits(1, 5.0)
+    assert hostrules.limits_for("a.example.com", 4, 0, table) == hostrules.HostLimits(4, 1.0)
+    assert hostrules.limits_for("x.b.example.com", 4, 0, table) == hostrules.HostLimits(3, 0.0)
+    assert hostrules.limits_for("other.org", 4, 2, table) == hostrules.HostLimits(4, 2.0)
+
+
+@pytest.mark.parametrize("raw, problem", [
+    ("{nope", "invalid JSON"), ("[1]", "expected a JSON object"), ('{"a b": {"delay": 1}}', "not a host name"),
+    ('{"x.org": {"snapshots": 0}}', "snapshots must be >= 1"), ('{"x.org": {"delay": "soon"}}', "delay must be a number"),
+    ('{"x.org": {"rate": 1}}', "unknown key 'rate'"), ('{"x.org": {"snapshots": 1.5}}', "whole number"),
+])
+def test_bad_per_host_limits_are_refused_in_one_line(raw, problem):
+    with pytest.raises(ConfigError, match=problem):
+        hostrules.parse_limits(raw)
+
+
+def test_retry_after_in_seconds_or_an_http_date_and_the_backoff():
+    now = dt.datetime(2026, 1, 1, 12, 0, 0, tzinfo=dt.timezone.utc)
+    assert hostrules.retry_after_seconds("4", now) == 4.0
+    assert hostrules.retry_after_seconds("Thu, 01 Jan 2026 12:02:00 GMT", now) == 120.0
+    assert hostrules.retry_after_seconds("Thu, 01 Jan 2026 11:00:00 GMT", now) == 0.0
+    assert hostrules.retry_after_seconds("garbage", now) is None
+    assert [hostrules.pause_seconds(None, n, 10, 600) for n in (1, 2, 3, 7)] == [10, 20, 40, 600]
+    assert hostrules.pause_seconds(3600, 1, 10, 600) == 600  # capped
+
+
+def test_a_429_record_or_exit_75_is_rate_limited_and_does_not_count():
+    now = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    limited = decide(Ending(75, now=now), {"status": "failed", "http_status": 429, "retry_after": "7"})
+    assert (limited.kind, limited.retry_after, limited.counts) == (Outcome.RATE_LIMITED, 7.0, False)
+    assert decide(Ending(75, now=now), None).kind is Outcome.RATE_LIMITED
+    assert decide(Ending(1, now=now), {"status": "failed", "http_status": 503}).kind is Outcome.RATE_LIMITED
+    assert decide(Ending(0, now=now), {"status": "succeeded", "http_status": 429}).kind is Outcome.SUCCEEDED
+    assert decide(Ending(1, now=now), {"status": "failed", "http_status": 500}).kind is Outcome.TRANSIENT
+
+
+def crawl_of(hosts: int, per_host: int, **config) -> Crawl:
+    now = timezone.now()
+    crawl = Crawl.objects.create(urls="http://h0/", status="started", current_step=SNAPSHOTS_STEP, retry_at=now + HOUR, config=config)
+    Snapshot.objects.bulk_create([Snapshot(crawl=crawl, url=f"http://h{n % hosts}/{n}", retry_at=now + HOUR,
+                                           created_at=now + dt.timedelta(seconds=n)) for n in range(hosts * per_host)])
+    return crawl
+
+
+def let_in(crawl=None) -> list[str]:
+    rows = Snapshot.objects.filter(status="queued", retry_at__lt=timezone.now() + HOUR / 2)
+    return sorted((rows.filter(crawl=crawl) if crawl else rows).values_list("host", flat=True))
+
+
+def test_pacing_takes_turns_across_hosts_and_crawls_and_holds_each_hosts_slots():
+    big = crawl_of(hosts=1, per_host=50, PER_HOST_SNAPSHOTS="2")  # 50 URLs of one host
+    small = crawl_of(hosts=3, per_host=2, PER_HOST_SNAPSHOTS="1")  # h0, h1, h2: h0 is shared with the big crawl
+    assert activate(big.pk, 8) == 4
+    assert let_in(big) == ["h0"]  # its host is full: the big crawl holds back nobody
+    assert let_in(small) == ["h0", "h1", "h2"] or let_in(small) == ["h1", "h2"]
+    assert len([h for h in let_in() if h == "h0"]) <= 2
+    assert activate(big.pk, 8) == 0  # every host full: nothing more
+
+
+def test_a_reservation_whose_snapshot_never_starts_frees_its_slot_after_its_ttl():
+    crawl = crawl_of(hosts=1, per_host=2, PER_HOST_SNAPSHOTS="1")
+    now = timezone.now()
+    assert activate(crawl.pk, 8, now=now) == 1
+    [first] = Snapshot.objects.filter(crawl=crawl, status="queued", retry_at__lt=now + HOUR / 2)
+    Snapshot.objects.filter(pk=first.pk).update(retry_at=now + HOUR)  # its waker died: it was never woken
+    assert activate(crawl.pk, 8, now=now + dt.timedelta(seconds=30)) == 0  # still reserved
+    later = now + dt.timedelta(seconds=61)  # HOST_RESERVATION_TTL (60 s) after its booked start
+    assert hostleases.held(later) == {}
+    assert activate(crawl.pk, 8, now=later) == 1

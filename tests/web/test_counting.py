@@ -1,0 +1,80 @@
+"""Counting without scanning millions (core.counting), and the search box's queries (core.search),
+on the test session's real SQLite database."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.db import connection
+from django.utils import timezone
+
+from archivebox.core import counting, search
+from archivebox.core.models import ArchiveResult, Crawl, Snapshot, Tag
+
+
+def make(n: int, queued: int = 0) -> Crawl:
+    now = timezone.now()
+    crawl = Crawl.objects.create(urls="https://example.com/", status="sealed", retry_at=None)
+    for i in range(n):
+        snapshot = Snapshot.objects.create(crawl=crawl, url=f"https://example.com/page-{i}", title=f"Page number {i}",
+                                           status="sealed", retry_at=None)
+        status = "queued" if i < queued else ("failed" if i % 4 == 0 else "succeeded")
+        ArchiveResult.objects.create(crawl=crawl, snapshot=snapshot, plugin="wget", hook_name="on_Snapshot__21_wget.py",
+                                     status=status, retry_at=now + dt.timedelta(hours=1) if status == "queued" else None)
+    return crawl
+
+
+def test_a_filtered_count_stops_at_its_cap_and_says_so():
+    make(30)
+    exact = counting.count(Snapshot.objects.filter(url__contains="page-1"))
+    assert (exact.value, exact.exact, str(exact)) == (11, True, "11")
+    capped = counting.count(Snapshot.objects.filter(url__contains="page"), cap=20)
+    assert (capped.value, capped.exact, capped.at_least, str(capped)) == (20, False, True, "more than 20")
+    assert counting.count(Snapshot.objects.all(), at_least=10_001).at_least
+
+
+def test_a_large_table_is_estimated_not_counted(monkeypatch):
+    make(30)
+    monkeypatch.setattr(counting, "EXACT_BELOW", 10)
+    total = counting.count(Snapshot.objects.all())
+    assert total.estimated and str(total) == "about 30" and total.value == 30  # nothing deleted: the largest rowid is exact
+
+
+def test_states_of_a_large_table_are_estimated_from_a_sample(monkeypatch):
+    make(40, queued=4)
+    exact, is_exact = counting.by_status(ArchiveResult)
+    assert is_exact and exact == {"queued": 4, "failed": 9, "succeeded": 27}
+    monkeypatch.setattr(counting, "EXACT_BELOW", 10)
+    estimated, is_exact = counting.by_status(ArchiveResult)
+    # The sample takes every row of so small a table: the estimate is the count.
+    assert not is_exact and estimated == exact
+    assert counting.by_status(ArchiveResult, exact=True) == (exact, True)
+
+
+def test_the_text_index_follows_inserts_title_changes_and_deletes():
+    crawl = make(3)
+    found = lambda text, mode="all": set(search.search(Snapshot.objects.all(), text, mode).snapshots.values_list("url", flat=True))  # noqa: E731
+    assert found("page-2", "url") == {"https://example.com/page-2"}
+    Snapshot.objects.filter(url="https://example.com/page-2").update(title="Renamed Potassium")
+    assert found("potassium", "title") == {"https://example.com/page-2"} and found("number 2", "title") == set()
+    Snapshot.objects.filter(url="https://example.com/page-1").delete()
+    assert found("page-1", "url") == set() and len(found("page", "url")) == 2
+    with connection.cursor() as cursor:  # no row of the text index is left behind
+        cursor.execute("SELECT count(*) FROM core_snapshot_textrow")
+        assert cursor.fetchone()[0] == Snapshot.objects.count()
+    assert crawl.snapshots.count() == 2
+
+
+def test_a_common_word_is_filtered_in_order_and_a_rare_one_fetched_by_id(monkeypatch):
+    make(12)
+    monkeypatch.setattr(search, "FEW", 5)
+    common = search.search(Snapshot.objects.all(), "page", "url")
+    assert common.at_least == 5 and "LIKE" in str(common.snapshots.query)  # "more than 5"
+    rare = search.search(Snapshot.objects.all(), "page-11", "url")
+    assert rare.at_least == 0 and "LIKE" not in str(rare.snapshots.query)
+    assert [s.url for s in rare.snapshots] == ["https://example.com/page-11"]
+    tag = Tag.objects.create(name="Reading")
+    for snapshot in Snapshot.objects.all()[:7]:
+        snapshot.tags.add(tag)
+    assert search.with_tag(Snapshot.objects.all(), "reading").snapshots.count() == 7  # more than FEW: filtered by EXISTS
+    assert search.search(Snapshot.objects.all(), "read", "tags").snapshots.count() == 7
