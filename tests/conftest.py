@@ -46,8 +46,9 @@ def provision_replay_environment() -> str:
     try:
         done = subprocess.run([str(Path(sys.executable).parent / "archivebox"), "init", "-q"], env=env, capture_output=True,
                               text=True, timeout=900)
-        if done.returncode != 0 or done.stderr.strip():
-            logging.getLogger(__name__).warning("the replay environment could not be provisioned: %s", done.stderr.strip())
+        if done.returncode != 0 or not python.exists():
+            logging.getLogger(__name__).warning("the replay environment could not be provisioned (exit %s): %s", done.returncode,
+                                                done.stderr.strip())
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return str(python)

@@ -37,7 +37,7 @@ from archivebox.core.graphs import ArchiveResultGraph, CrawlGraph, SnapshotGraph
 from archivebox.core.models import ArchiveResult, Crawl, Schedule, Snapshot, Tag
 from archivebox.core.models.crawl import SNAPSHOTS_STEP
 from archivebox.core.models.schedule import BadSchedule, cron_of, next_run
-from archivebox.hooks.discovery import HookScript, extract_step, is_background
+from archivebox.hooks.discovery import HookScript, hook_order, is_background
 from archivebox.upgrade.legacy import NAMESPACE, OldCrawl, OldResult, OldSchedule, OldSnapshot
 
 logger = logging.getLogger(__name__)
@@ -223,7 +223,7 @@ class Importer:
             hook_name = hook.hook_name if hook else kept.hook_name
             rows.append(ArchiveResult(
                 id=result_id(snapshot_id, plugin, kept.id), crawl_id=crawl_id, snapshot_id=snapshot_id,
-                plugin=hook.plugin if hook else plugin, hook_name=hook_name[:255], step=extract_step(hook_name),
+                plugin=hook.plugin if hook else plugin, hook_name=hook_name[:255], step=hook_order(hook_name)[0] // 10,
                 background=is_background(hook_name), status=kept.status, retry_at=None, attempts=1,
                 output_str=kept.output, output_json=self._details(kept, [a for a in attempts if a is not kept]),
                 started_at=kept.start, finished_at=kept.end or kept.start))

@@ -570,7 +570,7 @@ class ArchiveResultAdmin(ReadOnlyMixin, StatefulAdmin):
 
     @admin.display(description="output JSON")
     def output_json_masked(self, obj):
-        return format_html("<pre class='abx-cmd'>{}</pre>", json.dumps(masked_json(obj.output_json), indent=2, ensure_ascii=False))
+        return format_html("<pre class='abx-json'>{}</pre>", json.dumps(masked_json(obj.output_json), indent=2, ensure_ascii=False))
 
     @admin.action(description="Retry selected failed results")
     def retry_failed(self, request, queryset):
@@ -621,7 +621,7 @@ class ProcessAdmin(ReadOnlyMixin, StatefulAdmin):
 
     @admin.display(description="result JSON")
     def result_json_masked(self, obj):
-        return format_html("<pre class='abx-cmd'>{}</pre>", json.dumps(masked_json(obj.result_json), indent=2, ensure_ascii=False))
+        return format_html("<pre class='abx-json'>{}</pre>", json.dumps(masked_json(obj.result_json), indent=2, ensure_ascii=False))
 
     @admin.display(description="stdout (end)")
     def stdout_tail(self, obj):

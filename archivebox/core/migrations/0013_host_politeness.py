@@ -9,13 +9,13 @@ from archivebox.hostrules import host_of
 
 def fill_hosts(apps, schema_editor):
     """The host of every snapshot written before the column existed, a batch at a time."""
-    Snapshot = apps.get_model("core", "Snapshot")
+    rows = apps.get_model("core", "Snapshot").objects.using(schema_editor.connection.alias)  # the database migrated
     while True:
-        batch = list(Snapshot.objects.filter(host="").values_list("pk", "url")[:2000])
+        batch = list(rows.filter(host="").values_list("pk", "url")[:2000])
         if not batch:
             return
         for pk, url in batch:
-            Snapshot.objects.filter(pk=pk).update(host=host_of(url) or "-")
+            rows.filter(pk=pk).update(host=host_of(url) or "-")
 
 
 class Migration(migrations.Migration):
