@@ -194,7 +194,7 @@ LIFECYCLE = ["retry_at", "claimed", "woken", "tick_errors", "last_error", "creat
 CRAWL_COLUMNS = [*LIFECYCLE, "id", "status", "urls", "max_depth", "tags_str", "label", "config", "current_step", "started_at",
                  "finished_at"]
 SNAPSHOT_COLUMNS = [*LIFECYCLE, "id", "status", "url", "depth", "title", "config", "current_step", "started_at", "finished_at",
-                    "crawl_id", "parent_id", "bookmarked_at"]
+                    "crawl_id", "parent_id", "bookmarked_at", "host", "timestamp"]
 RESULT_COLUMNS = [*LIFECYCLE, "id", "status", "plugin", "hook_name", "step", "background", "attempts", "attempt_limit",
                   "output_str", "output_json", "started_at", "finished_at", "crawl_id", "snapshot_id", "ready_at",
                   "stop_requested_at"]
@@ -244,13 +244,14 @@ def generate(db: Database, data: Path, snapshots: int, per_snapshot: int, seed: 
         status = "started" if unfinished else ("failed" if rng.random() < 0.015 else "sealed")
         snapshot_id = uuid7_hex(at, rng)
         path = "/".join(rng.choice(vocabulary) for _ in range(rng.randint(1, 3)))
-        url = f"https://{rng.choice(domains)}/{path}/{n}"
+        host = rng.choice(domains)
+        url = f"https://{host}/{path}/{n}"
         title = " ".join(rng.choice(vocabulary) for _ in range(rng.randint(3, 8))).capitalize()
         finished = None if unfinished else stamp(at + 5 + rng.random() * 55)
         retry = stamp(at + 10 * 365 * 86400) if unfinished else None
         bookmarked = stamp(at - rng.randint(0, 400) * 86400) if rng.random() < 0.3 else None
         snaps.add((retry, 0, 0, 0, "", created, created, snapshot_id, status, url, 0, title, "{}", 5 if unfinished else 9,
-                   created, finished, crawl_id, None, bookmarked))
+                   created, finished, crawl_id, None, bookmarked, host, ""))
         if rng.random() < 0.4:
             for tag in set(rng.choices(range(len(tag_names)), weights=weights, k=rng.randint(1, 3))):
                 tagged.add((snapshot_id, tag + 1))
@@ -296,7 +297,7 @@ def generate(db: Database, data: Path, snapshots: int, per_snapshot: int, seed: 
 def _index(search: sqlite3.Connection, rows: list[tuple]) -> None:
     """Rows of the full-text index's documents (search_docs, the search plugin's schema); the
     FTS5 index over them is built once at the end (:func:`_index_done`)."""
-    from archivebox.plugins.search import fts  # noqa: PLC0415 - no Django needed, only the schema
+    from archivebox import fulltext as fts  # noqa: PLC0415 - no Django needed, only the schema
 
     if not search.execute("SELECT 1 FROM sqlite_master WHERE name = 'search_docs'").fetchone():
         fts._open_for_write(search.execute("PRAGMA database_list").fetchone()[2]).close()
@@ -309,7 +310,7 @@ def _index(search: sqlite3.Connection, rows: list[tuple]) -> None:
 
 def _index_done(search: sqlite3.Connection) -> None:
     """The FTS5 index built over every document at once, and its insert trigger made again."""
-    from archivebox.plugins.search import fts  # noqa: PLC0415
+    from archivebox import fulltext as fts  # noqa: PLC0415
 
     search.execute("INSERT INTO search_fts (search_fts) VALUES ('rebuild')")
     for statement in fts._split_script(fts._SCHEMA):  # CREATE ... IF NOT EXISTS: only the trigger is new
@@ -408,19 +409,20 @@ def pages(sample: dict) -> list[tuple[str, str]]:
     ]
 
 
-def sample_of(data: Path, url: str | None) -> dict:
+def sample_of(data: Path, url: str | None, snapshots: int) -> dict:
     """A word, a domain, a tag and a snapshot of the collection, for the pages' queries."""
+    offset = min(5000, snapshots // 2)
     if url:
         import psycopg  # noqa: PLC0415
 
         with psycopg.connect(url) as conn:
             row = conn.execute("SELECT id, url, title FROM core_snapshot WHERE status = 'sealed' "
-                               "ORDER BY created_at DESC LIMIT 1 OFFSET 5000").fetchone()
+                               "ORDER BY created_at DESC LIMIT 1 OFFSET %d" % offset).fetchone()
             tag = conn.execute("SELECT id, name FROM core_tag ORDER BY id LIMIT 1 OFFSET 40").fetchone()
     else:
         with sqlite3.connect(data / "index.sqlite3") as conn:
             row = conn.execute("SELECT id, url, title FROM core_snapshot WHERE status = 'sealed' "
-                               "ORDER BY created_at DESC LIMIT 1 OFFSET 5000").fetchone()
+                               "ORDER BY created_at DESC LIMIT 1 OFFSET %d" % offset).fetchone()
             tag = conn.execute("SELECT id, name FROM core_tag ORDER BY id LIMIT 1 OFFSET 40").fetchone()
     snapshot = uuid.UUID(str(row[0]))
     return {"snapshot": snapshot, "domain": urllib.parse.urlsplit(row[1]).hostname, "word": row[2].split()[1].lower(),
@@ -441,7 +443,7 @@ def measure(data: Path, repeat: int) -> None:
         base = _wait_announced(log, proc)
         client = Client(base)
         client.login()
-        sample = sample_of(data, url)
+        sample = sample_of(data, url, info["snapshots"])
         backend = "Postgres" if info["postgres"] else "SQLite"
         print(f"{info['snapshots']:,} snapshots, {info['snapshots'] * info['results']:,} results, {backend}; "
               f"{repeat} requests per page after one warm-up; load average {os.getloadavg()[0]:.1f}")
