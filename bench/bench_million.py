@@ -154,26 +154,24 @@ class Database:
     def execute(self, sql: str) -> None:
         self.conn.execute(sql)
 
-    def text_index_off(self) -> list[str]:
+    def text_index_off(self) -> bool:
         """SQLite: drop the triggers that keep the URL/title text index, to fill it in one pass
-        after the load (as migration 0014 does); returns the statements that make them again."""
+        after the load (as migration 0014 does); whether there is such an index."""
         if self.postgres:
-            return []
-        rows = self.conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'core_snapshot'").fetchall()
-        for name, _ in rows:
+            return False
+        for (name,) in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'core_snapshot'").fetchall():
             self.conn.execute(f"DROP TRIGGER {name}")
-        return [sql for _, sql in rows]
+        return self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'core_snapshot_text'").fetchone() is not None
 
-    def text_index_on(self, triggers: list[str]) -> None:
-        if not triggers:
+    def text_index_on(self, present: bool) -> None:
+        """The text index filled from the loaded rows, and its triggers made again (migration 0014's statements)."""
+        if not present:
             return
         migration = importlib.import_module("archivebox.core.migrations.0014_web_list_indexes_and_text_index")
         self.conn.execute("DELETE FROM core_snapshot_text")
         self.conn.execute("DELETE FROM core_snapshot_textrow")
-        for statement in migration.SQLITE[-2:]:  # the backfill
+        for statement in migration.SQLITE[2:]:  # the triggers, then the backfill
             self.conn.execute(statement)
-        for sql in triggers:
-            self.conn.execute(sql)
 
     def commit(self) -> None:
         if self.postgres:

@@ -65,6 +65,15 @@ def test_the_text_index_follows_inserts_title_changes_and_deletes():
     assert crawl.snapshots.count() == 2
 
 
+def test_the_text_index_triggers_survive_every_migration():
+    """A migration that remakes core_snapshot on SQLite (0015 added a column with a default)
+    drops its triggers: the last migration leaves all three in place."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'core_snapshot'")
+        assert {name for (name,) in cursor.fetchall()} >= {"core_snapshot_text_insert", "core_snapshot_text_update",
+                                                          "core_snapshot_text_delete"}
+
+
 def test_a_common_word_is_filtered_in_order_and_a_rare_one_fetched_by_id(monkeypatch):
     make(12)
     monkeypatch.setattr(search, "FEW", 5)
