@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from django.db.models import Q
 from protego import Protego
 
+from archivebox.core.graphs import SnapshotGraph
 from archivebox.core.models import RobotsTxt, Snapshot
 
 # A claimed fetch that left no result after this long was lost with its worker: claimed again.
@@ -74,6 +75,8 @@ def release(crawl_id, host: str) -> None:
 
 
 def skipped(crawl_id=None) -> int:
-    """How many snapshots robots.txt skipped (of one crawl, or of all)."""
-    found = Snapshot.objects.filter(last_error__startswith=SKIPPED)
+    """How many snapshots robots.txt skipped (of one crawl, or of all). A skipped snapshot is
+    failed: read through the (status, created_at) index, not the whole table (``status``
+    on a million snapshots)."""
+    found = Snapshot.objects.filter(status=SnapshotGraph.failed, last_error__startswith=SKIPPED)
     return (found.filter(crawl_id=crawl_id) if crawl_id is not None else found).count()

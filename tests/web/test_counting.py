@@ -4,8 +4,10 @@ on the test session's real SQLite database."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from archivebox.core import counting, search
@@ -87,3 +89,39 @@ def test_a_common_word_is_filtered_in_order_and_a_rare_one_fetched_by_id(monkeyp
         snapshot.tags.add(tag)
     assert search.with_tag(Snapshot.objects.all(), "reading").snapshots.count() == 7  # more than FEW: filtered by EXISTS
     assert search.search(Snapshot.objects.all(), "read", "tags").snapshots.count() == 7
+
+
+# The tables a collection has millions of rows in.
+LARGE_TABLES = ("core_snapshot", "core_archiveresult", "core_snapshot_tags")
+
+
+def unbounded_scans(run) -> list[str]:
+    """The queries ``run()`` makes that read all of a large table (SQLite's plan says SCAN of it,
+    or of one of its indexes, and the query has no LIMIT that stops the read)."""
+    with CaptureQueriesContext(connection) as captured:
+        run()
+    found = []
+    with connection.cursor() as cursor:
+        for query in captured.captured_queries:
+            sql = query["sql"]
+            if not sql.lstrip().upper().startswith("SELECT") or " LIMIT " in sql.upper():
+                continue
+            cursor.execute(f"EXPLAIN QUERY PLAN {sql}")
+            plan = " / ".join(row[-1] for row in cursor.fetchall())
+            if any(re.search(rf"\bSCAN {table}\b", plan) for table in LARGE_TABLES):
+                found.append(f"{sql}  [{plan}]")
+    return found
+
+
+def test_status_reads_no_large_table_whole(monkeypatch):
+    """``archivebox status`` on a collection counted as large: estimates, the due index, a
+    sample; no query reads every snapshot or result (robots.txt's skipped snapshots are failed
+    ones: read through the status index)."""
+    from archivebox.cli import cmd_status
+
+    make(30, queued=3)
+    monkeypatch.setattr(counting, "EXACT_BELOW", 10)
+    monkeypatch.setattr(cmd_status, "FEW_SNAPSHOTS", 10)
+    report = {}
+    assert unbounded_scans(lambda: report.update(cmd_status.gather())) == []
+    assert report["estimated"] == ["Snapshot", "ArchiveResult"] and report["robots_skipped"] == 0
