@@ -125,3 +125,36 @@ def test_status_reads_no_large_table_whole(monkeypatch):
     report = {}
     assert unbounded_scans(lambda: report.update(cmd_status.gather())) == []
     assert report["estimated"] == ["Snapshot", "ArchiveResult"] and report["robots_skipped"] == 0
+
+
+def test_the_pages_a_user_opens_first_read_no_large_table_whole(monkeypatch):
+    """The index (pages 1 and 2, each search mode, a tag), the admin's snapshot and result
+    lists with their filters and search, the API's lists and a snapshot page, on a collection
+    counted as large: every query of theirs reads an index, or stops at a LIMIT."""
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    make(60)
+    tag = Tag.objects.create(name="Reading")
+    for snapshot in Snapshot.objects.all()[:5]:
+        snapshot.tags.add(tag)
+    monkeypatch.setattr(counting, "EXACT_BELOW", 10)
+    monkeypatch.setattr("archivebox.web.views.PAGE_SIZE", 20)
+    admin, _ = User.objects.get_or_create(username="million-admin", defaults={"is_staff": True, "is_superuser": True})
+    client = Client(HTTP_HOST="127.0.0.1")
+    client.force_login(admin)
+    snapshot = Snapshot.objects.order_by("created_at").first()
+    pages = ["/", "/?page=2", "/?q=number", "/?q=number&query_type=title", "/?q=page-1&query_type=url", "/?q=potash&query_type=fulltext",
+             "/?q=read&query_type=tags", "/?tag=Reading", "/?status=failed",
+             "/admin/core/snapshot/", "/admin/core/snapshot/?status__exact=failed", f"/admin/core/snapshot/?tags__id__exact={tag.pk}",
+             "/admin/core/snapshot/?q=number", "/admin/core/snapshot/?p=2",
+             "/admin/core/archiveresult/", "/admin/core/archiveresult/?status__exact=failed",
+             "/admin/core/archiveresult/?plugin__exact=wget", "/admin/core/archiveresult/?q=wget",
+             "/api/v1/core/snapshots?limit=10", "/api/v1/core/snapshots?limit=10&offset=20", "/api/v1/core/snapshots?status=failed",
+             "/api/v1/core/snapshots?search=number", "/api/v1/core/archiveresults?limit=10",
+             "/api/v1/core/archiveresults?status=failed", f"/snapshot/{snapshot.pk}/"]
+    for path in pages:
+        answers = []
+        scans = unbounded_scans(lambda: answers.append(client.get(path)))  # noqa: B023 - called at once
+        assert answers[0].status_code == 200, path
+        assert scans == [], path
