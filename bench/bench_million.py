@@ -459,7 +459,8 @@ def measure(data: Path, repeat: int) -> None:
                 cpu.append((after.user + after.system - before.user - before.system) * 1000)
             print(f"{name:36} {percentile(times, 50):8.0f} {percentile(times, 99):8.0f} {percentile(cpu, 50):8.0f}  {status}",
                   flush=True)
-        for args in (("list", "--limit", "20"), ("status",)):
+        # --version: the start-up alone (Python, Django and the apps), which any command pays.
+        for args in (("--version",), ("list", "--limit", "20"), ("status",)):
             times, cpu = [], []
             cli(env, *args)
             for _ in range(repeat):
