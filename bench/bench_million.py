@@ -445,19 +445,22 @@ def measure(data: Path, repeat: int) -> None:
         backend = "Postgres" if info["postgres"] else "SQLite"
         print(f"{info['snapshots']:,} snapshots, {info['snapshots'] * info['results']:,} results, {backend}; "
               f"{repeat} requests per page after one warm-up; load average {os.getloadavg()[0]:.1f}")
-        print(f"{'page':36} {'p50 ms':>8} {'p99 ms':>8} {'CPU p50':>8}  status   (CPU: the server process's, per request)")
+        print(f"{'page':36} {'p50 ms':>8} {'p99 ms':>8} {'CPU p50':>8} {'DB CPU':>8}  status   (CPU: the server process's, "
+              f"per request; DB CPU: Postgres's processes')")
         server_process = psutil.Process(proc.pid)
         for name, path in pages(sample):
             status, _ = client.get(path)
-            times, cpu = [], []
+            times, cpu, db_cpu = [], [], []
             for _ in range(repeat):
-                before = server_process.cpu_times()
+                before, db_before = server_process.cpu_times(), tree_cpu(server)
                 started = time.perf_counter()
                 status, _ = client.get(path)
                 times.append((time.perf_counter() - started) * 1000)
                 after = server_process.cpu_times()
                 cpu.append((after.user + after.system - before.user - before.system) * 1000)
-            print(f"{name:36} {percentile(times, 50):8.0f} {percentile(times, 99):8.0f} {percentile(cpu, 50):8.0f}  {status}",
+                db_cpu.append((tree_cpu(server) - db_before) * 1000)
+            db = f"{percentile(db_cpu, 50):8.0f}" if server else f"{'-':>8}"
+            print(f"{name:36} {percentile(times, 50):8.0f} {percentile(times, 99):8.0f} {percentile(cpu, 50):8.0f} {db}  {status}",
                   flush=True)
         # --version: the start-up alone (Python, Django and the apps), which any command pays.
         for args in (("--version",), ("list", "--limit", "20"), ("status",)):
@@ -478,6 +481,22 @@ def measure(data: Path, repeat: int) -> None:
             proc.wait(timeout=60)
         if server:
             server.kill(signal.SIGINT)
+
+
+def tree_cpu(server: PostgresServer | None) -> float:
+    """CPU seconds of the Postgres cluster's processes so far: live ones, and the backends
+    they reaped (a connection's backend ends with it)."""
+    if server is None:
+        return 0.0
+    total = 0.0
+    root = psutil.Process(server.proc.pid)
+    for process in [root, *root.children(recursive=True)]:
+        try:
+            times = process.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system + times.children_user + times.children_system
+    return total
 
 
 def _wait_announced(log: Path, proc: subprocess.Popen) -> str:

@@ -8,11 +8,11 @@ every word given (the full-text index the ``search`` plugin keeps).
 How each part is found, so that no search scans a million rows to find three:
 
 - URL and title: the backend's text index (migration 0014): an FTS5 trigram table on
-  SQLite, GIN trigram indexes on Postgres. On SQLite the index first says how many
-  snapshots match: up to ``FEW`` they are taken by id (and sorted); more than that, the
-  list is read newest first and filtered as it goes, which finds a page of a common word
-  at once. (Postgres's planner makes that choice itself.) Words of fewer than three
-  letters have no trigram: they are matched that second way.
+  SQLite, GIN trigram indexes on Postgres. The index first says how many snapshots
+  match: up to ``FEW`` they are taken by id (and sorted); more than that, the list is
+  read newest first and filtered as it goes, which finds a page of a common word at
+  once. Words of fewer than three letters have no trigram: they are matched that second
+  way.
 - Tags: the tags whose name matches, then their snapshots through the tags' index, by id
   or filtered as above by the same count.
 - Text: the full-text index gives the ids of the newest ``TEXT_LIMIT`` matches.
@@ -118,13 +118,19 @@ def _text_part(text: str, fields: tuple[str, ...]) -> Part:
     scan = Q()
     for field in fields:
         scan |= Q(**{f"{field}__icontains": text})
-    if connection.vendor != "sqlite" or len(text) < MIN_TRIGRAM or not _has_text_index():
+    if len(text) < MIN_TRIGRAM or not _has_text_index():
         return Part(scan)
-    match = f'{{{" ".join(fields)}}} : "{text.replace(chr(34), chr(34) * 2)}"'
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT r.snapshot_id FROM core_snapshot_text t JOIN core_snapshot_textrow r ON r.rid = t.rowid "
-                       "WHERE core_snapshot_text MATCH %s LIMIT %s", [match, FEW + 1])
-        ids = [row[0] for row in cursor.fetchall()]
+    if connection.vendor == "postgresql":
+        # The GIN trigram indexes answer the condition itself (a bitmap of its rows); taken
+        # by id when few, it joins the other parts as one id list instead of an OR that
+        # Postgres counted and sorted over all of them (0.5 s on a million snapshots).
+        ids = list(Snapshot.objects.filter(scan).values_list("pk", flat=True)[:FEW + 1])
+    else:
+        match = f'{{{" ".join(fields)}}} : "{text.replace(chr(34), chr(34) * 2)}"'
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT r.snapshot_id FROM core_snapshot_text t JOIN core_snapshot_textrow r ON r.rid = t.rowid "
+                           "WHERE core_snapshot_text MATCH %s LIMIT %s", [match, FEW + 1])
+            ids = [row[0] for row in cursor.fetchall()]
     if len(ids) > FEW:
         return Part(scan, at_least=FEW)
     return Part(Q(pk__in=ids))
@@ -152,8 +158,15 @@ def _content_part(text: str, search_db: Path) -> Part:
 
 
 def _has_text_index() -> bool:
+    """Whether the backend has migration 0014's URL/title text index (not on an SQLite
+    without the trigram tokenizer, nor on a Postgres role that could not add pg_trgm)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT 1 FROM sqlite_master WHERE name = 'core_snapshot_text'")
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT 1 FROM pg_indexes WHERE indexname = 'snapshot_url_trgm'")
+        elif connection.vendor == "sqlite":
+            cursor.execute("SELECT 1 FROM sqlite_master WHERE name = 'core_snapshot_text'")
+        else:
+            return False
         return cursor.fetchone() is not None
 
 

@@ -34,6 +34,9 @@ def test_monitor_and_server_on_postgres(tmp_path, postgres_url):
         client.login("admin", PASSWORD)
         assert "ticks/tick" in client.get("/admin/huey_monitor/taskmodel/").text
         assert "https://example.com/pg" in client.get(f"/snapshot/{snapshot['id']}/").text
+        # The search box through the trigram indexes (taken by id when few), and a miss.
+        assert snapshot["id"] in client.get("/?q=example.com/pg&query_type=url").text
+        assert snapshot["id"] not in client.get("/?q=example.org&query_type=url").text
         counts = psql(url, "SELECT COUNT(*), SUM(CASE WHEN finished THEN 1 ELSE 0 END) FROM huey_monitor_taskmodel")
         total, finished = eval(counts)[0]  # noqa: S307 (our own repr of ints)
         assert total > 0 and finished == total
