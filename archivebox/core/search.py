@@ -75,6 +75,11 @@ class Part:
     q: Q
     at_least: int = 0
     truncated: bool = False
+    ids: list | None = None  # when ``q`` is a list of ids: the list
+
+    @classmethod
+    def of_ids(cls, ids: list, **kwargs) -> "Part":
+        return cls(Q(pk__in=ids), ids=ids, **kwargs)
 
 
 def mode_of(value: str | None) -> str:
@@ -99,9 +104,14 @@ def search(snapshots: QuerySet, text: str, mode: str = "all", search_db: Path | 
         parts.append(_tags_part(Tag.objects.filter(name__icontains=text)))
     if mode in ("all", "fulltext") and search_db is not None:
         parts.append(_content_part(text, search_db))
-    query = Q()
+    # The parts that are id lists as one list: an OR of several lists made SQLite read the
+    # list newest first and test each row against them (0.4 s on a million snapshots),
+    # where one list is fetched by id and sorted.
+    listed = [part.ids for part in parts if part.ids is not None]
+    query = Q(pk__in=list({str(pk).replace("-", ""): pk for ids in listed for pk in ids}.values())) if listed else Q()
     for part in parts:
-        query |= part.q
+        if part.ids is None:
+            query |= part.q
     return Found(snapshots.filter(query), at_least=max((p.at_least for p in parts), default=0),
                  truncated=any(p.truncated for p in parts))
 
@@ -133,18 +143,18 @@ def _text_part(text: str, fields: tuple[str, ...]) -> Part:
             ids = [row[0] for row in cursor.fetchall()]
     if len(ids) > FEW:
         return Part(scan, at_least=FEW)
-    return Part(Q(pk__in=ids))
+    return Part.of_ids(ids)
 
 
 def _tags_part(tags: QuerySet) -> Part:
     tag_ids = list(tags.values_list("pk", flat=True)[:FEW])
     if not tag_ids:
-        return Part(Q(pk__in=[]))
+        return Part.of_ids([])
     tagging = Tagging.objects.filter(tag_id__in=tag_ids)
     ids = list(tagging.values_list("snapshot_id", flat=True)[:FEW + 1])
     if len(ids) > FEW:
         return Part(Q(Exists(tagging.filter(snapshot_id=OuterRef("pk")))), at_least=FEW)
-    return Part(Q(pk__in=ids))
+    return Part.of_ids(ids)
 
 
 def _content_part(text: str, search_db: Path) -> Part:
@@ -154,7 +164,7 @@ def _content_part(text: str, search_db: Path) -> Part:
     except ValueError as err:
         raise SearchError(str(err)) from None
     truncated = len(ids) > TEXT_LIMIT
-    return Part(Q(pk__in=ids[:TEXT_LIMIT]), truncated=truncated, at_least=TEXT_LIMIT if truncated else 0)
+    return Part.of_ids(ids[:TEXT_LIMIT], truncated=truncated, at_least=TEXT_LIMIT if truncated else 0)
 
 
 def _has_text_index() -> bool:

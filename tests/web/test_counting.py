@@ -158,3 +158,15 @@ def test_the_pages_a_user_opens_first_read_no_large_table_whole(monkeypatch):
         scans = unbounded_scans(lambda: answers.append(client.get(path)))  # noqa: B023 - called at once
         assert answers[0].status_code == 200, path
         assert scans == [], path
+
+
+def test_the_parts_found_by_id_are_one_list():
+    """URL/title and tag matches few enough to take by id are one IN list (an OR of lists
+    made SQLite read the whole list newest first), and find what each part finds."""
+    make(12)
+    tag = Tag.objects.create(name="page-1 reading")
+    for snapshot in Snapshot.objects.filter(url__endswith="page-5"):
+        snapshot.tags.add(tag)
+    found = search.search(Snapshot.objects.all(), "page-1", "all")
+    assert str(found.snapshots.query).count(" IN (") == 1 and found.at_least == 0
+    assert {s.url.rsplit("/", 1)[1] for s in found.snapshots} == {"page-1", "page-10", "page-11", "page-5"}
