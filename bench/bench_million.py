@@ -432,6 +432,8 @@ def measure(data: Path, repeat: int) -> None:
     server = postgres_for(data) if info["postgres"] else None
     url = f"{server.url}/archivebox" if server else None
     env = env_for(data, url)
+    # A collection built by an older version has the migrations since to apply first.
+    cli(env, "manage", "migrate", "-v", "0")
     log = data / "server.log"
     proc = None
     try:
