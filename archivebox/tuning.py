@@ -2,7 +2,7 @@
 
 A trick is a process-wide setting, a reach into a library's private parts, or hand-written
 code in place of a library's public API. One stays only if it gains at least 5 % on an
-end-to-end benchmark of ``bench/`` (README, "Performance"); each below names its benchmark
+end-to-end benchmark of ``bench/`` (docs/performance.md, "Tricks kept and removed"); each below names its benchmark
 and its figure, measured alternately against the same code without it on the 2-core
 development machine. ``tests/test_tuning.py`` asserts that the library details each one
 depends on still exist, so an upgrade that moves them fails loudly instead of silently.

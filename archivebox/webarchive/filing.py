@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 
 from archivebox.core.models import Snapshot
 from archivebox.webarchive.models import WarcFile, WarcRecord
@@ -47,6 +47,9 @@ WARC_DIR = "warc"
 WARC_SUFFIX = ".warc.gz"
 DEDUP_MIN_BYTES = 256
 PLAN_TRIES = 3
+# Postgres: the advisory lock a filing's index transaction holds, so that filings take turns
+# there as SQLite's write lock makes them (its key is "WARC" in ASCII).
+FILING_LOCK = 0x57415243
 
 
 @dataclass
@@ -111,8 +114,9 @@ def file_one(snapshot: Snapshot, plugin: str, path: Path, done: Filed) -> WarcFi
         try:
             with transaction.atomic():
                 # Another filing may have indexed one of these payloads since the plan was
-                # made: plan again (on SQLite the transaction holds the write lock, so this
-                # check and the inserts are one step for every filing).
+                # made: plan again. The check and the inserts are one step for every filing:
+                # on SQLite the transaction holds the write lock, on Postgres the filing lock.
+                take_turns()
                 if attempt < PLAN_TRIES and filed_meanwhile(plan, rel):
                     raise Replan
                 warc = index_file(snapshot, plugin, rel, size, plan)
@@ -131,6 +135,15 @@ def file_one(snapshot: Snapshot, plugin: str, path: Path, done: Filed) -> WarcFi
     done.bytes_saved += sum(step.entry.payload_length for step in plan if step.revisit)
     logger.info("snapshot %s: filed %s (%d records, %d revisits)", snapshot.pk, rel, warc.records, warc.revisits)
     return warc
+
+
+def take_turns() -> None:
+    """In a filing's index transaction on Postgres: wait for the other filings' to end (under
+    READ COMMITTED, two filings would each miss the other's uncommitted originals and store
+    the same payload twice)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [FILING_LOCK])
 
 
 class Replan(Exception):
