@@ -59,7 +59,7 @@ def plain(text: str) -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="archivebox", description="Self-hosted web archiver (it speaks ArchiveBox 0.9's command line). "
                                      "`archivebox COMMAND --help` tells more of each command.")
-    parser.add_argument("--version", "-v", action="version", version=f"archivebox {__version__}")
+    parser.add_argument("--version", "-v", action="version", version=__version__)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
         module = importlib.import_module(f"archivebox.cli.cmd_{name}")

@@ -159,7 +159,7 @@ def test_one_line_help_is_the_first_sentence_however_it_wraps(collection):
     """Regression: each command's help was its docstring's first line, so update's ended "and archive the"."""
     listing = run(collection, "--help").stdout
     update = " ".join(listing.split("    update", 1)[1].split("    worker", 1)[0].split())
-    assert update.endswith("archive the snapshots added with `add --index-only`"), update
+    assert update.endswith("or upgraded from an ArchiveBox collection that had not archived them)"), update
     assert "``" not in run(collection, "update", "--help").stdout
 
 
