@@ -50,7 +50,7 @@ def test_its_binaries_are_recorded_once_and_listed(fed):
     assert by_name["python"]["status"] == "installed"
     assert [row["name"] for row in rows].count("feedparser") == 1
     status = coll.cli("status").stdout
-    assert "Binaries:" in status and "installed on this machine" in status
+    assert "Binaries:" in status and "installed provisioned on this machine" in status
     # `archivebox install` finds everything in place: nothing fails, nothing is added.
     installed = coll.cli("install", "parse_rss_urls", "--json", timeout=INSTALL_TIMEOUT)
     again = json.loads(installed.stdout)
