@@ -8,7 +8,6 @@ import json
 import os
 import sys
 import threading
-import time
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "archivebox.settings")
 import django  # noqa: E402
@@ -21,7 +20,9 @@ from archivebox.core.models import Crawl, Snapshot  # noqa: E402
 from archivebox.webarchive import filing  # noqa: E402
 from archivebox.webarchive.models import WarcRecord  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "webarchive"))
+from helpers import wait_until  # noqa: E402
 from test_filing import IMAGE, record  # noqa: E402
 
 DEADLINE = 30.0
@@ -61,10 +62,12 @@ def main() -> None:
     first_filed.wait(DEADLINE)
     threads.append(threading.Thread(target=file_second))
     threads[1].start()
-    deadline = time.monotonic() + DEADLINE
-    while not (blocked := waiting_for_the_filing_lock()) and threads[1].is_alive() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    release.set()
+    try:  # the second filing either waits for the first one's lock, or (without it) finishes at once
+        wait_until(lambda: waiting_for_the_filing_lock() or not threads[1].is_alive(), timeout=DEADLINE,
+                   message="the second filing to wait or end")
+        blocked = waiting_for_the_filing_lock()
+    finally:
+        release.set()
     for thread in threads:
         thread.join(DEADLINE)
     digest = WarcRecord.objects.filter(file__path__endswith="one.warc.gz", record_type="response",
