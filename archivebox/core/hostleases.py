@@ -31,7 +31,6 @@ from django.db.models import Q
 from archivebox import hostrules
 from archivebox.core.graphs import SnapshotGraph
 from archivebox.core.models import Host, Lease, Snapshot
-from archivebox.core.rowsql import db_connection, db_datetime, db_pk
 
 logger = logging.getLogger(__name__)
 
@@ -203,20 +202,6 @@ def pause(host: str, retry_after: float | None, why: str, key: str, now: dt.date
             logger.warning("host %s paused until %s: %s", host, end.isoformat(timespec="seconds"), reason)
             return end
     return now
-
-
-def wake_at(pks: list, at: dt.datetime) -> int:
-    """Make parked snapshots due at ``at`` (a booked start), except rows a tick has claimed,
-    which are marked woken instead (their tick's own write then makes them due at once)."""
-    if not pks:
-        return 0
-    db = db_connection()
-    marks = ", ".join(["%s"] * len(pks))
-    sql = (f"UPDATE {Snapshot._meta.db_table} SET retry_at = CASE WHEN claimed THEN retry_at ELSE %s END, "
-           f"woken = CASE WHEN claimed THEN %s ELSE woken END WHERE id IN ({marks}) AND retry_at > %s")
-    with db.cursor() as cursor:
-        cursor.execute(sql, [db_datetime(at, db), True, *(db_pk(Snapshot, pk, db) for pk in pks), db_datetime(at, db)])
-        return cursor.rowcount
 
 
 # What people are shown (archivebox status, list, the admin, a snapshot's page) ------------

@@ -36,6 +36,7 @@ from archivebox.core import hostleases
 from archivebox.core.graphs import CrawlGraph, SnapshotGraph
 from archivebox.core.models import SNAPSHOTS_STEP, Crawl, Snapshot
 from archivebox.core.reads import host_limits
+from archivebox.core import rowsql
 from archivebox.core.rowsql import db_connection, db_pk
 from archivebox.core.hostleases import HeldSlot
 from archivebox.tasks.dispatch import machine_id, wake_rows
@@ -113,7 +114,7 @@ def activate(crawl_id=None, max_active: int | None = None, now: dt.datetime | No
                     pacings.remove(pacing)
     for snapshot_id, start in starts:
         if start > now:
-            hostleases.wake_at([snapshot_id], start)
+            rowsql.wake(Snapshot, [snapshot_id], start)  # due at its booked start
     wake_rows(Snapshot, [snapshot_id for snapshot_id, start in starts if start <= now])
     return len(starts)
 
