@@ -15,6 +15,12 @@ start, ``last_started_at``). Who holds a slot:
   starts (the worker that reserved it died before waking it), the slot is free after that;
 - a started snapshot: held until it ends, whichever worker carries it on.
 
+Every write to a slot compares what the writer saw, the holder *and* ``expires_at``: a
+reservation writes a new ``expires_at``, and a snapshot that starts *claims* its
+reservation (:func:`claim`: ``expires_at`` cleared, only while it is still good). So a
+pass that saw a slot free (an expired reservation, an ended snapshot) cannot take it from
+a snapshot that was let in or started meanwhile under the same holder.
+
 Pauses: a host that answered 429/503 rests until ``paused_until`` (:func:`pause`), counted
 once per attempt (``strike_key``); its snapshots' hooks and its next starts wait for it.
 """
@@ -100,18 +106,29 @@ def reservation(snapshot_id, host: str, now: dt.datetime) -> dt.datetime | None:
     return lease.acquired_at or now
 
 
-def reserve(host: str, index: int, seen_holder: str, snapshot_id, start_at: dt.datetime, ttl: float,
-            machine_id: int | None) -> bool:
-    """Take slot ``index`` of ``host`` for ``snapshot_id`` if its holder is still ``seen_holder``
-    (the caller found it free): one conditional UPDATE, whose rowcount says who won."""
+def reserve(host: str, index: int, seen: tuple[str, dt.datetime | None], snapshot_id, start_at: dt.datetime, ttl: float,
+            machine_id: int | None) -> dt.datetime | None:
+    """Take slot ``index`` of ``host`` for ``snapshot_id`` if it is still as the caller saw
+    it free (``seen``: its holder and ``expires_at``): one conditional UPDATE, whose rowcount
+    says who won. Returns the reservation's ``expires_at`` (what a later write compares), or
+    None when another pass took the slot."""
     key = slot_key(host, index)
-    values = {"holder": str(snapshot_id), "acquired_at": start_at, "expires_at": start_at + dt.timedelta(seconds=ttl), "machine_id": machine_id}
-    if Lease.objects.filter(key=key, holder=seen_holder).update(**values):
-        return True
-    if seen_holder or Lease.objects.filter(key=key).exists():
-        return False
+    holder, expires_at = seen
+    expires = start_at + dt.timedelta(seconds=ttl)
+    values = {"holder": str(snapshot_id), "acquired_at": start_at, "expires_at": expires, "machine_id": machine_id}
+    as_seen = Lease.objects.filter(key=key, holder=holder, **({"expires_at": expires_at} if expires_at else {"expires_at__isnull": True}))
+    if as_seen.update(**values):
+        return expires
+    if holder or Lease.objects.filter(key=key).exists():
+        return None
     Lease.objects.bulk_create([Lease(key=key, actor=actor_of(host))], ignore_conflicts=True)  # its first use
-    return bool(Lease.objects.filter(key=key, holder=seen_holder).update(**values))
+    return expires if as_seen.update(**values) else None
+
+
+def claim(snapshot_id, host: str, now: dt.datetime) -> bool:
+    """A queued snapshot about to start takes its reservation for good, if it is still good
+    (``expires_at`` cleared: no pass that saw it expired can take the slot any more)."""
+    return bool(Lease.objects.filter(actor=actor_of(host), holder=str(snapshot_id), expires_at__gte=now).update(expires_at=None))
 
 
 def release(snapshot_id, host: str, now: dt.datetime) -> int:
@@ -122,13 +139,22 @@ def release(snapshot_id, host: str, now: dt.datetime) -> int:
     return freed
 
 
-def free_slot_indexes(host: str, count: int, now: dt.datetime, live: list[HeldSlot]) -> list[tuple[int, str]]:
-    """``(index, holder as seen)`` of the slots among the first ``count`` of ``host`` that
-    nobody live holds (``live``: its held slots, as :func:`held` found them)."""
-    taken = {slot.key for slot in live}
-    seen = dict(_host_leases().filter(actor=actor_of(host)).values_list("key", "holder"))
+def free_slots(host: str, count: int, now: dt.datetime) -> list[tuple[int, tuple[str, dt.datetime | None]]]:
+    """``(index, (holder, expires_at) as seen)`` of the slots among the first ``count`` of
+    ``host`` that nobody live holds, as one read of its leases finds them (for
+    :func:`reserve` to compare)."""
+    rows = list(_host_leases().filter(actor=actor_of(host)).values_list("key", "holder", "expires_at"))
+    holders = [holder for _, holder, _ in rows if holder]
+    statuses = dict(Snapshot.objects.filter(pk__in=holders).values_list("pk", "status")) if holders else {}
+    statuses = {str(pk): status for pk, status in statuses.items()}
+    seen, taken = {}, set()
+    for key, holder, expires_at in rows:
+        seen[key] = (holder, expires_at)
+        status = statuses.get(holder)
+        if status == SnapshotGraph.started or (status == SnapshotGraph.queued and expires_at is not None and expires_at >= now):
+            taken.add(key)
     # The first free ones are among the first len(taken) + a few: no need to list a huge limit's every slot.
-    return [(i, seen.get(slot_key(host, i), "")) for i in range(min(count, len(taken) + 4)) if slot_key(host, i) not in taken]
+    return [(i, seen.get(slot_key(host, i), ("", None))) for i in range(min(count, len(taken) + 4)) if slot_key(host, i) not in taken]
 
 
 def _host(host: str) -> None:

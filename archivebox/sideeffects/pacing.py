@@ -171,15 +171,16 @@ def reserve_next(pacing: CrawlPacing, host: str, live: dict[str, list[HeldSlot]]
     # A reservation outlives its booked start by HOST_RESERVATION_TTL, and by the delay too
     # (its start may have to wait that long after the host's last actual start).
     ttl = config.host_reservation_ttl + limits.delay
-    for index, seen in hostleases.free_slot_indexes(host, limits.snapshots, now, held):
-        if not hostleases.reserve(host, index, seen, snapshot_id, now, ttl, machine_id(config)):
+    for index, seen in hostleases.free_slots(host, limits.snapshots, now):
+        expires = hostleases.reserve(host, index, seen, snapshot_id, now, ttl, machine_id(config))
+        if expires is None:
             continue
         start = hostleases.book_start(host, limits.delay, now)
         if start is None:
             hostleases.release(snapshot_id, host, now)
             return False
         if start > now:
-            hostleases.reserve(host, index, str(snapshot_id), snapshot_id, start, ttl, machine_id(config))
+            hostleases.reserve(host, index, (str(snapshot_id), expires), snapshot_id, start, ttl, machine_id(config))
         held.append(HeldSlot(hostleases.slot_key(host, index), host, str(snapshot_id), pacing.crawl.pk, start,
                              start + dt.timedelta(seconds=ttl), True))
         starts.append((snapshot_id, start))

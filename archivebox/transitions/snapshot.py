@@ -3,18 +3,33 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
 
+from django.db import transaction
+
+from archivebox.core import hostleases
 from archivebox.core.models import Snapshot
 from archivebox.core.graphs import SnapshotGraph
 from archivebox.transitions.cas import move
 from archivebox.transitions.effects import SnapshotFinished, SnapshotStarted, WakeStep
 
+logger = logging.getLogger(__name__)
+
 
 def transition_snapshot_queued_to_started(snapshot: Snapshot, *, now: dt.datetime, check_at: dt.datetime | None = None, claim=None) -> bool:
-    """Start; look again at ``check_at`` (default: 10 s) in case the start side effect is lost."""
-    return move(snapshot, SnapshotGraph.queued, SnapshotGraph.started, now=now, claim=claim, retry_at=check_at or now + dt.timedelta(seconds=10),
-                fields={"started_at": now, "current_step": 0},
-                then=[SnapshotStarted(snapshot.pk)])
+    """Start, with the slot of its host that pacing reserved for it (taken for good in the
+    same transaction: a reservation that expired meanwhile, and may be another's now, starts
+    nothing); look again at ``check_at`` (default: 10 s) in case the start side effect is lost."""
+    with transaction.atomic():
+        if not hostleases.claim(snapshot.pk, snapshot.host, now):
+            logger.info("snapshot %s: its reservation of a slot of %s ended before it started", snapshot.pk, snapshot.host)
+            return False
+        won = move(snapshot, SnapshotGraph.queued, SnapshotGraph.started, now=now, claim=claim, retry_at=check_at or now + dt.timedelta(seconds=10),
+                   fields={"started_at": now, "current_step": 0},
+                   then=[SnapshotStarted(snapshot.pk)])
+        if not won:
+            transaction.set_rollback(True)  # the claim goes with the start it was for
+        return won
 
 
 def transition_snapshot_advance_step(snapshot: Snapshot, *, now: dt.datetime, step: int, check_at: dt.datetime | None = None,

@@ -97,3 +97,48 @@ def test_a_reservation_whose_snapshot_never_starts_frees_its_slot_after_its_ttl(
     later = now + dt.timedelta(seconds=61)  # HOST_RESERVATION_TTL (60 s) after its booked start
     assert hostleases.held(later) == {}
     assert activate(crawl.pk, 8, now=later) == 1
+
+
+def test_a_slot_seen_free_by_one_pass_is_not_taken_from_a_snapshot_let_in_or_started_meanwhile():
+    """Regression: two pacing passes at once. The second saw slot 0 with an expired
+    reservation of snapshot A; the first let A in again (same holder) and A started. The
+    second's write compared the holder alone and took the slot for B: two snapshots of a
+    host with PER_HOST_SNAPSHOTS=1 ran at once (seen after a worker was SIGKILLed)."""
+    crawl = crawl_of(hosts=1, per_host=2, PER_HOST_SNAPSHOTS="1")
+    first, second = Snapshot.objects.filter(crawl=crawl).order_by("created_at")
+    now = timezone.now()
+    assert hostleases.reserve("h0", 0, ("", None), first.pk, now, 5, None)
+    later = now + dt.timedelta(seconds=10)  # A's reservation expired: slot 0 is free
+    [(index, stale)] = hostleases.free_slots("h0", 1, later)
+    assert (index, stale[0]) == (0, str(first.pk))
+    # Meanwhile another pass lets A in again and A starts on it.
+    assert hostleases.reserve("h0", 0, stale, first.pk, later, 5, None)
+    Snapshot.objects.filter(pk=first.pk).update(status="started")
+    assert hostleases.free_slots("h0", 1, later) == []
+    # The slow pass writes with what it saw: it loses.
+    assert hostleases.reserve("h0", 0, stale, second.pk, later, 5, None) is None
+    assert hostleases.slot_of(first.pk, "h0") is not None
+
+
+def test_a_snapshot_starts_only_while_its_reservation_holds_and_takes_it_for_good():
+    from archivebox.transitions.snapshot import transition_snapshot_queued_to_started  # noqa: PLC0415
+
+    crawl = crawl_of(hosts=1, per_host=2, PER_HOST_SNAPSHOTS="1")
+    first, second = Snapshot.objects.filter(crawl=crawl).order_by("created_at")
+    now = timezone.now()
+    seen = ("", None)
+    expires = hostleases.reserve("h0", 0, seen, first.pk, now - dt.timedelta(seconds=10), 5, None)
+    # Expired before its tick wrote the start: nothing starts (another pass may own the slot).
+    assert not transition_snapshot_queued_to_started(first, now=now)
+    assert Snapshot.objects.get(pk=first.pk).status == "queued"
+    assert hostleases.reserve("h0", 0, (str(first.pk), expires), first.pk, now, 5, None)
+    assert transition_snapshot_queued_to_started(first, now=now)
+    assert Snapshot.objects.get(pk=first.pk).status == "started"
+    # Started, its slot is no longer a reservation that can run out.
+    assert hostleases.slot_of(first.pk, "h0").expires_at is None
+    assert hostleases.free_slots("h0", 1, now + HOUR) == []
+    # A start that loses its own race gives the claim back with it.
+    expires = hostleases.reserve("h0", 1, ("", None), second.pk, now, 5, None)
+    Snapshot.objects.filter(pk=second.pk).update(status="failed", retry_at=None)
+    assert not transition_snapshot_queued_to_started(second, now=now)
+    assert hostleases.slot_of(second.pk, "h0").expires_at == expires

@@ -23,6 +23,7 @@ from archivebox.core.models import ArchiveResult, Crawl, Snapshot
 from archivebox.tasks.registry import Go, Wait
 from archivebox.tasks.ticks import apply, claim_row
 from archivebox.transitions.crawl import transition_crawl_queued_to_started
+from archivebox.core import hostleases
 from archivebox.transitions.snapshot import transition_snapshot_advance_step, transition_snapshot_queued_to_started, transition_snapshot_started_to_sealed
 
 MAX_TICK_TIME = 10.0
@@ -79,6 +80,7 @@ def test_cancel_after_the_tick_claimed_wins_over_the_ticks_transition(admin_requ
 def test_cancel_after_the_ticks_transition_still_ends_failed(admin_request):
     snapshot = make_snapshot("queued")
     now = timezone.now()
+    assert hostleases.reserve(snapshot.host, 0, ("", None), snapshot.pk, now, 60, None)  # pacing let it in
     claim = claim_row(Snapshot, snapshot.pk, snapshot.retry_at, now, MAX_TICK_TIME)
     tick_view = Snapshot.objects.get(pk=snapshot.pk)
     outcome = apply(Go(transition_snapshot_queued_to_started), tick_view, claim, now)
