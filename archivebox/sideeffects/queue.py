@@ -13,6 +13,7 @@ from django.db import close_old_connections
 from huey.api import TaskWrapper
 
 from archivebox.broker import build_huey
+from archivebox.core import diskspace
 from archivebox.lifecycle import notify
 from archivebox.transitions.effects import Effect, effect_classes
 
@@ -46,7 +47,10 @@ def sideeffect(effect: type[Effect]):
             try:
                 func(*args)
             except Exception as err:
-                logger.exception("side effect %s failed", key)
+                if diskspace.is_disk_full(err):  # said once a minute, in one line; the tick asks again
+                    diskspace.report(f"side effect {key}", settings.DATA_DIR)
+                else:
+                    logger.exception("side effect %s failed", key)
                 notify("on_sideeffect_failed", name=name, key=key, exception=err)
                 return None
             notify("on_sideeffect_succeeded", name=name, key=key)

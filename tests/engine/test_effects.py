@@ -12,8 +12,11 @@ import uuid
 from pathlib import Path
 
 import pytest
+from django.conf import settings
+from django.db import OperationalError
 
 import archivebox
+from archivebox.core import diskspace
 from archivebox.sideeffects import queue, registry
 from archivebox.transitions import effects
 from archivebox.transitions.effects import Effect, RunHook, effect_classes
@@ -93,3 +96,29 @@ def test_without_a_connection_a_request_says_so(monkeypatch):
     monkeypatch.setattr(effects.SENDER, "send_to", None)
     with pytest.raises(effects.NotConnected, match="RunHook"):
         RunHook(uuid.uuid4(), 1)()
+
+
+def test_a_side_effect_that_meets_a_full_disk_says_so_in_one_line_not_a_traceback(caplog, monkeypatch):
+    """Regression: a side effect whose write met a full disk logged its traceback (a
+    foreground ``add`` on a disk that filled up printed it)."""
+
+    @dataclasses.dataclass(frozen=True)
+    class FillsDisk(Effect):
+        thing_id: uuid.UUID
+
+    def carry_out(thing_id):
+        raise OperationalError("database or disk is full") from None
+
+    monkeypatch.setitem(diskspace._state, "since", None)
+    monkeypatch.setitem(diskspace._state, "said", 0.0)
+    try:
+        task = queue.sideeffect(FillsDisk)(carry_out)
+        with caplog.at_level("INFO"):
+            task.call_local(uuid.uuid4())
+    finally:
+        del queue.TASKS[FillsDisk]
+        del FillsDisk
+        gc.collect()
+    said = [r for r in caplog.records if r.levelname in ("ERROR", "WARNING")]
+    assert [r.getMessage().split(" (")[0] for r in said] == [f"disk full: {settings.DATA_DIR}"]
+    assert not any(r.exc_info for r in said)
