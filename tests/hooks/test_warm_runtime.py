@@ -37,6 +37,11 @@ INSTALL_TIMEOUT = 240
 @pytest.fixture
 def third_party(monkeypatch):
     monkeypatch.setattr(settings, "PLUGIN_DIRS", str(PLUGINS))
+    # Servers outlive a test in this process; an earlier test's may have had its row closed
+    # by that test's ticks (its owner sends no heartbeats here). Each test starts its own.
+    forkclient.stop_all()
+    yield
+    forkclient.stop_all()
 
 
 @pytest.fixture(scope="module")
