@@ -9,12 +9,19 @@ layer must reach above it is connected here, by :meth:`EngineConfig.ready`:
   :class:`~archivebox.transitions.effects.Effect` class; a class without one stops the
   start), and the transitions' effect requests are connected to it.
 
-Every process gets the same wiring: the CLI, the Huey consumers, the web server and the tests.
+Every process gets the same wiring: the CLI, the Huey consumers, the web server and the
+tests; only a CLI command that just reads (``list``, ``status``...) starts without it
+(:func:`archivebox.boot.setup`).
 """
 
 from __future__ import annotations
 
+import threading
+
 from django.apps import AppConfig
+
+_lock = threading.Lock()
+_wired = False
 
 
 class EngineConfig(AppConfig):
@@ -23,6 +30,18 @@ class EngineConfig(AppConfig):
     verbose_name = "Engine"
 
     def ready(self) -> None:
+        from archivebox import boot  # noqa: PLC0415
+
+        if boot.wiring():
+            wire()
+
+
+def wire() -> None:
+    """Connect the engine's layers, once per process (a read-only CLI command never does)."""
+    global _wired
+    with _lock:
+        if _wired:
+            return
         # Imported here, not at the top: these modules import models, which Django loads
         # only after every app's config is known.
         from archivebox.sideeffects import queue, registry as sideeffects  # noqa: PLC0415
@@ -33,3 +52,4 @@ class EngineConfig(AppConfig):
             registry.register(actor_type)
         sideeffects.check()
         effects.connect(queue.send)
+        _wired = True

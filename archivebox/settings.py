@@ -173,7 +173,9 @@ AXES_VERBOSE = False
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # The admin's modules are found when the URLs are loaded (archivebox/urls.py), not at
+    # start-up: a CLI command or a worker does not import the web UI.
+    "django.contrib.admin.apps.SimpleAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -3,6 +3,8 @@ from django.urls import include, path
 
 from archivebox.api.v1 import api
 
+admin.autodiscover()  # see INSTALLED_APPS: the admin's modules load with the URLs
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),

@@ -113,3 +113,34 @@ def test_status_reports_counts_and_liveness(collection):
     assert report["busy_slots"] == 1 and report["oldest_due"] is None
     assert report["orchestrator"]["alive"] is False
     assert report["workers"] == []
+
+
+WHAT_STARTED = """
+import io, contextlib, sys
+from archivebox.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    code = main(sys.argv[1:])
+print(code, sorted(m for m in ("archivebox.sideeffects.registry", "archivebox.tasks.ticks", "archivebox.web.admin",
+                               "archivebox.cli.cmd_add") if m in sys.modules))
+"""
+
+
+@pytest.mark.parametrize("argv, loaded", [
+    (["list", "--limit", "20"], []),
+    (["status"], []),
+    (["search", "nothing"], []),
+    (["crawl", "list"], ["archivebox.sideeffects.registry", "archivebox.tasks.ticks"]),
+])
+def test_a_command_that_only_reads_starts_without_the_engines_queues_or_the_admin(collection, argv, loaded):
+    """Start-up time: `list` and `status` answer within a second on any collection, half of
+    which was importing the engine's wiring, the admin and every command's module."""
+    result = subprocess.run([str(VENV_BIN / "python"), "-c", WHAT_STARTED, *argv], cwd=collection.root, env=collection.env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[-2] == f"0 {loaded}", result.stdout
+
+
+def test_version_alone_answers_without_starting_django(tmp_path):
+    result = subprocess.run([str(VENV_BIN / "archivebox"), "--version"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and result.stdout.strip() and not result.stderr
+    assert not (tmp_path / "queues").exists()
