@@ -82,7 +82,7 @@ def held(now: dt.datetime, hosts: list[str] | None = None) -> dict[str, list[Hel
     if not rows:
         return {}
     holders = {str(pk): (status, crawl_id) for pk, status, crawl_id in
-               Snapshot.objects.filter(pk__in=[row[2] for row in rows]).values_list("pk", "status", "crawl_id")}
+               Snapshot.objects.filter(pk__in=[row[2] for row in rows]).order_by().values_list("pk", "status", "crawl_id")}
     found: dict[str, list[HeldSlot]] = defaultdict(list)
     for key, actor, holder, start_at, expires_at in rows:
         status, crawl_id = holders.get(holder, (None, None))
@@ -145,7 +145,7 @@ def free_slots(host: str, count: int, now: dt.datetime) -> list[tuple[int, tuple
     :func:`reserve` to compare)."""
     rows = list(_host_leases().filter(actor=actor_of(host)).values_list("key", "holder", "expires_at"))
     holders = [holder for _, holder, _ in rows if holder]
-    statuses = dict(Snapshot.objects.filter(pk__in=holders).values_list("pk", "status")) if holders else {}
+    statuses = dict(Snapshot.objects.filter(pk__in=holders).order_by().values_list("pk", "status")) if holders else {}
     statuses = {str(pk): status for pk, status in statuses.items()}
     seen, taken = {}, set()
     for key, holder, expires_at in rows:
