@@ -37,7 +37,7 @@ UNFINISHED = {model.__name__: set(model.graph.states) - set(model.graph.finals) 
 # How long the archive folder's size is counted before the report says "at least"
 # (`--exact`: no limit), and up to how many snapshots the folders and the archived ones are
 # counted one by one (`--exact`: always); status answers within a second on any collection.
-SIZE_BUDGET = 0.5
+SIZE_BUDGET = 0.25
 FEW_SNAPSHOTS = 50_000
 
 
