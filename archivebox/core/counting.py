@@ -22,8 +22,11 @@ from django.utils.functional import cached_property
 
 COUNT_CAP = 10_000
 EXACT_BELOW = 500_000
-# Rows read to estimate how a large table's finished rows split between their states.
+# Rows read to estimate how a large table's finished rows split between their states: on
+# SQLite, CLUSTERS runs of consecutive rowids at random places (a few pages each; 2,000 rows
+# one by one read 2,000 pages: 80-190 ms of a million-row table's status, against 10 ms).
 SAMPLE = 2_000
+CLUSTERS = 40
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,8 @@ def by_status(model, exact: bool = False) -> tuple[dict[str, int], bool]:
 
 
 def _sample_finished(model, estimate: int) -> list[str]:
-    """The states of about SAMPLE finished rows taken at random across the table."""
+    """The states of about SAMPLE finished rows taken at random across the table (on SQLite
+    in CLUSTERS runs of consecutive rows)."""
     connection = connections[model.objects.db]
     table = connection.ops.quote_name(model._meta.db_table)
     with connection.cursor() as cursor:
@@ -105,9 +109,11 @@ def _sample_finished(model, estimate: int) -> list[str]:
             percent = min(100.0, 100.0 * SAMPLE / max(estimate, 1))
             cursor.execute(f"SELECT status FROM {table} TABLESAMPLE SYSTEM (%s) WHERE retry_at IS NULL", [percent])  # noqa: S608
         else:
-            rowids = random.sample(range(1, estimate + 1), min(SAMPLE, estimate))
-            marks = ", ".join("%s" for _ in rowids)
-            cursor.execute(f"SELECT status FROM {table} WHERE rowid IN ({marks}) AND retry_at IS NULL", rowids)  # noqa: S608
+            run = max(1, SAMPLE // CLUSTERS)
+            starts = sorted(random.sample(range(1, max(estimate - run, 1) + 1), min(CLUSTERS, max(estimate - run, 1))))
+            ranges = " OR ".join("rowid BETWEEN %s AND %s" for _ in starts)
+            cursor.execute(f"SELECT status FROM {table} WHERE ({ranges}) AND retry_at IS NULL",  # noqa: S608
+                           [bound for start in starts for bound in (start, start + run - 1)])
         return [row[0] for row in cursor.fetchall()]
 
 
