@@ -8,8 +8,11 @@ class WebConfig(AppConfig):
     verbose_name = "Web"
 
     def ready(self) -> None:
-        """Record the signals of both of our Huey queues in the task monitor (see :mod:`monitor`)."""
-        if not settings.TASK_MONITOR:
+        """Record the signals of both of our Huey queues in the task monitor (see :mod:`monitor`);
+        not in a process that only reads (its queues run no task)."""
+        from archivebox import boot  # noqa: PLC0415
+
+        if not settings.TASK_MONITOR or not boot.wiring():
             return
         from archivebox.sideeffects.queue import huey as sideeffects_huey  # noqa: PLC0415 (apps load before models import)
         from archivebox.tasks.queue import huey as ticks_huey  # noqa: PLC0415
