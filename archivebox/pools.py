@@ -28,7 +28,7 @@ from archivebox import boot
 
 boot.setup()
 
-from archivebox.broker import shutting_down  # noqa: E402 - after Django is set up
+from archivebox.broker.huey_ext import shutting_down  # noqa: E402 - after Django is set up
 from archivebox.lifecycle import notify  # noqa: E402
 from archivebox.process.worker import listener_for  # noqa: E402
 from archivebox.sideeffects import hooks  # noqa: E402

@@ -15,7 +15,7 @@ from urllib.parse import quote, urlsplit
 
 import dj_database_url
 
-from archivebox import tuning
+from archivebox import boot, tuning
 from archivebox.config import ConfigError, EngineConfig, parse_bool, parse_number, read_config_file, resolve_data_dir
 
 DATA_DIR: Path = resolve_data_dir()
@@ -227,7 +227,8 @@ DATABASES = {"default": database_from_url(os.environ.get("DATABASE_URL", "").str
 
 
 if DATABASES["default"]["ENGINE"] == SQLITE_ENGINE:
-    tuning.import_huey_without_postgres_driver()  # a kept trick: see archivebox.tuning
+    # A command that only reads (boot.setup(wire=False)) never talks to Redis either.
+    tuning.import_huey_without_postgres_driver(redis_too=not boot.wiring())  # kept tricks: see archivebox.tuning
 # The task monitor writes a row per Huey signal: on SQLite it gets a file of its own, so
 # its writes never wait on the app's write lock (archivebox.web.dbrouter routes it there).
 if DATABASES["default"]["ENGINE"] == SQLITE_ENGINE:

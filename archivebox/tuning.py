@@ -7,7 +7,8 @@ and its figure, measured alternately against the same code without it on the 2-c
 development machine. ``tests/test_tuning.py`` asserts that the library details each one
 depends on still exist, so an upgrade that moves them fails loudly instead of silently.
 
-1. psycopg hidden from ``huey.storage`` on SQLite (:func:`import_huey_without_postgres_driver`).
+1. psycopg hidden from ``huey.storage`` on SQLite (:func:`import_huey_without_postgres_driver`),
+   and redis too in a process that only reads (``list``, ``status``...).
 2. The task monitor's batch writer in SQL (:class:`MonitorBatchSql`), instead of
    django-huey-monitor's models.
 3. The reads a hook run repeats, in SQL (``core.rowsql.values``, ``load``, ``attach``),
@@ -56,17 +57,31 @@ import uuid
 # hidden against 207, 195, 195 MB loaded, 5.1 % by the median of the pairs' ratios. At the
 # 5 % bar, so it stays only as long as it keeps measuring there (the worker is the only
 # process that imports Huey; the fork server and hooks do not).
+#
+# The same for redis (huey.storage's ``try: from redis import ...``), in a process that only
+# reads the collection (``boot.setup(wire=False)``: ``list``, ``search``, ``status``): it never
+# uses a queue, and the task monitor's models import Huey all the same. Importing redis is
+# 100-200 ms of such a command's start. Measured with farm-bench --vs the commit before (with
+# ``archivebox.broker`` no longer importing the consumer, which imports redis itself), on the
+# million-snapshot collection (docs/performance.md), load 1.5-2.5 with a build on the other
+# core, medians of the pairs' ratios: ``list --limit 20`` 0.82x and 0.87x wall (9 and 11
+# pairs), ``status`` 0.90x and 0.83x. Workers and the server import redis as before (a Redis
+# URL may be set; RedisStorage binds ``huey.storage.Redis`` when the module is imported).
 
 
-def import_huey_without_postgres_driver() -> None:
-    """Import ``huey.storage`` with psycopg hidden, then unhide it for whoever needs it later."""
-    if "huey.storage" in sys.modules or "psycopg" in sys.modules:
+def import_huey_without_postgres_driver(redis_too: bool = False) -> None:
+    """Import ``huey.storage`` with psycopg hidden (and redis, with ``redis_too``), then
+    unhide them for whoever needs them later."""
+    hidden = [name for name in ("psycopg", "redis" if redis_too else "") if name and name not in sys.modules]
+    if "huey.storage" in sys.modules or "psycopg" not in hidden:
         return
-    sys.modules["psycopg"] = None  # makes ``import psycopg`` raise ImportError, which huey expects
+    for name in hidden:
+        sys.modules[name] = None  # makes ``import name`` raise ImportError, which huey expects
     try:
         import huey.storage  # noqa: F401, PLC0415 - the point is to import it here, and only here
     finally:
-        del sys.modules["psycopg"]
+        for name in hidden:
+            del sys.modules[name]
 
 
 # 2. ---------------------------------------------------------------------------------------

@@ -26,6 +26,11 @@ def test_huey_storage_still_imports_psycopg_under_that_name():
     assert hasattr(huey.storage, "psycopg")
 
 
+def test_huey_storage_still_imports_redis_under_those_names():
+    """A reading command hides redis from huey.storage's module-level import, which then binds None."""
+    assert all(hasattr(huey.storage, name) for name in ("Redis", "ConnectionPool"))
+
+
 def test_the_monitor_sql_names_only_columns_django_huey_monitor_has():
     tasks, signals = columns(TaskModel), columns(SignalInfoModel)
     assert set(tuning.MonitorBatchSql.TASK_COLUMNS) <= set(tasks)

@@ -48,7 +48,7 @@ from django.utils import timezone
 from archivebox.core.graphs import ArchiveResultGraph, CrawlGraph, ProcessGraph, SnapshotGraph
 from archivebox.binaries import hookrun
 from archivebox.binaries.provision import Unavailable
-from archivebox.broker import shutting_down
+from archivebox.broker.huey_ext import shutting_down
 from archivebox.config import ConfigError
 from archivebox.core import diskspace, hostleases, rowsql
 from archivebox.core.models import ArchiveResult, Crawl, Machine, Process, Snapshot, Tag

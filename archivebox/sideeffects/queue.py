@@ -12,7 +12,7 @@ from django.db import close_old_connections
 
 from huey.api import TaskWrapper
 
-from archivebox.broker import build_huey
+from archivebox.broker.huey_ext import build_huey
 from archivebox.core import diskspace
 from archivebox.lifecycle import notify
 from archivebox.transitions.effects import Effect, effect_classes

@@ -2,6 +2,6 @@
 
 from django.conf import settings
 
-from archivebox.broker import build_huey
+from archivebox.broker.huey_ext import build_huey
 
 huey = build_huey("ticks", settings.QUEUE_DIR, settings.REDIS_URL)

@@ -13,7 +13,7 @@ import time
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from archivebox.broker import build_huey, shutting_down
+from archivebox.broker.huey_ext import build_huey, shutting_down
 from archivebox.broker.huey_ext import RedisOutage, ResilientRedisStorage
 from helpers import Collection
 
