@@ -173,8 +173,8 @@ AXES_VERBOSE = False
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 
 INSTALLED_APPS = [
-    # The admin's modules are found when the URLs are loaded (archivebox/urls.py), not at
-    # start-up: a CLI command or a worker does not import the web UI.
+    # The admin's modules are found by archivebox.web's ready(), except in a CLI command
+    # that only reads (boot.setup(wire=False)), and by archivebox/urls.py.
     "django.contrib.admin.apps.SimpleAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",

@@ -3,7 +3,7 @@ from django.urls import include, path
 
 from archivebox.api.v1 import api
 
-admin.autodiscover()  # see INSTALLED_APPS: the admin's modules load with the URLs
+admin.autodiscover()  # see INSTALLED_APPS (done already unless Django started for a reading command)
 
 urlpatterns = [
     path("admin/", admin.site.urls),

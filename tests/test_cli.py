@@ -129,7 +129,7 @@ print(code, sorted(m for m in ("archivebox.sideeffects.registry", "archivebox.ta
     (["list", "--limit", "20"], []),
     (["status"], []),
     (["search", "nothing"], []),
-    (["crawl", "list"], ["archivebox.sideeffects.registry", "archivebox.tasks.ticks", "archivebox.web.monitor"]),
+    (["crawl", "list"], ["archivebox.sideeffects.registry", "archivebox.tasks.ticks", "archivebox.web.admin", "archivebox.web.monitor"]),
 ])
 def test_a_command_that_only_reads_starts_without_the_engines_queues_or_the_admin(collection, argv, loaded):
     """Start-up time: `list` and `status` answer within a second on any collection, half of

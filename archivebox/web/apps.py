@@ -8,11 +8,17 @@ class WebConfig(AppConfig):
     verbose_name = "Web"
 
     def ready(self) -> None:
-        """Record the signals of both of our Huey queues in the task monitor (see :mod:`monitor`);
-        not in a process that only reads (its queues run no task)."""
+        """Register the admin's modules (Django's autodiscovery, see INSTALLED_APPS) and record
+        the signals of both of our Huey queues in the task monitor (see :mod:`monitor`); neither
+        in a process that only reads (it serves no page, and its queues run no task)."""
+        from django.contrib import admin  # noqa: PLC0415
+
         from archivebox import boot  # noqa: PLC0415
 
-        if not settings.TASK_MONITOR or not boot.wiring():
+        if not boot.wiring():
+            return
+        admin.autodiscover()
+        if not settings.TASK_MONITOR:
             return
         from archivebox.sideeffects.queue import huey as sideeffects_huey  # noqa: PLC0415 (apps load before models import)
         from archivebox.tasks.queue import huey as ticks_huey  # noqa: PLC0415
