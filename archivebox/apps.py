@@ -16,12 +16,7 @@ tests; only a CLI command that just reads (``list``, ``status``...) starts witho
 
 from __future__ import annotations
 
-import threading
-
 from django.apps import AppConfig
-
-_lock = threading.Lock()
-_wired = False
 
 
 class EngineConfig(AppConfig):
@@ -32,16 +27,8 @@ class EngineConfig(AppConfig):
     def ready(self) -> None:
         from archivebox import boot  # noqa: PLC0415
 
-        if boot.wiring():
-            wire()
-
-
-def wire() -> None:
-    """Connect the engine's layers, once per process (a read-only CLI command never does)."""
-    global _wired
-    with _lock:
-        if _wired:
-            return
+        if not boot.wiring():
+            return  # a CLI command that only reads
         # Imported here, not at the top: these modules import models, which Django loads
         # only after every app's config is known.
         from archivebox.sideeffects import queue, registry as sideeffects  # noqa: PLC0415
@@ -52,4 +39,3 @@ def wire() -> None:
             registry.register(actor_type)
         sideeffects.check()
         effects.connect(queue.send)
-        _wired = True

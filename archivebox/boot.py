@@ -16,7 +16,7 @@ SETTINGS_MODULE = "archivebox.settings"
 UMASK = 0o077
 
 
-# Whether Django's start connects the engine's layers (archivebox.apps.wire). Every process
+# Whether Django's start connects the engine's layers (archivebox.apps). Every process
 # does, but a command that only reads (`list`, `status`...): it has no work to queue, and
 # starts in half the time without importing the queues' side of the engine.
 _wire = True

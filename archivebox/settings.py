@@ -174,7 +174,7 @@ AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contri
 
 INSTALLED_APPS = [
     # The admin's modules are found by archivebox.web's ready(), except in a CLI command
-    # that only reads (boot.setup(wire=False)), and by archivebox/urls.py.
+    # that only reads (boot.setup(wire=False)), which serves no page.
     "django.contrib.admin.apps.SimpleAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",

@@ -72,7 +72,7 @@ import uuid
 def import_huey_without_postgres_driver(redis_too: bool = False) -> None:
     """Import ``huey.storage`` with psycopg hidden (and redis, with ``redis_too``), then
     unhide them for whoever needs them later."""
-    hidden = [name for name in ("psycopg", "redis" if redis_too else "") if name and name not in sys.modules]
+    hidden = [name for name in ("psycopg", *(("redis",) if redis_too else ())) if name not in sys.modules]
     if "huey.storage" in sys.modules or "psycopg" not in hidden:
         return
     for name in hidden:

@@ -110,7 +110,8 @@ def _sample_finished(model, estimate: int) -> list[str]:
             cursor.execute(f"SELECT status FROM {table} TABLESAMPLE SYSTEM (%s) WHERE retry_at IS NULL", [percent])  # noqa: S608
         else:
             run = max(1, SAMPLE // CLUSTERS)
-            starts = sorted(random.sample(range(1, max(estimate - run, 1) + 1), min(CLUSTERS, max(estimate - run, 1))))
+            firsts = range(1, max(estimate - run, 1) + 1)  # where a run may start and still end in the table
+            starts = sorted(random.sample(firsts, min(CLUSTERS, len(firsts))))
             ranges = " OR ".join("rowid BETWEEN %s AND %s" for _ in starts)
             cursor.execute(f"SELECT status FROM {table} WHERE ({ranges}) AND retry_at IS NULL",  # noqa: S608
                            [bound for start in starts for bound in (start, start + run - 1)])

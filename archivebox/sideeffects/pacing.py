@@ -32,11 +32,10 @@ from django.utils import timezone
 
 from archivebox import hostrules
 from archivebox.config import ConfigError
-from archivebox.core import hostleases
+from archivebox.core import hostleases, rowsql
 from archivebox.core.graphs import CrawlGraph, SnapshotGraph
 from archivebox.core.models import SNAPSHOTS_STEP, Crawl, Snapshot
 from archivebox.core.reads import host_limits
-from archivebox.core import rowsql
 from archivebox.core.rowsql import db_connection, db_pk
 from archivebox.core.hostleases import HeldSlot
 from archivebox.tasks.dispatch import machine_id, wake_rows
