@@ -18,15 +18,16 @@ import datetime as dt
 import functools
 from dataclasses import dataclass
 
+from django.db import connections
 from django.db.models import Q
 from protego import Protego
 
-from archivebox.core.graphs import SnapshotGraph
 from archivebox.core.models import RobotsTxt, Snapshot
+from archivebox.core.models.snapshot import ROBOTS_SKIPPED
 
 # A claimed fetch that left no result after this long was lost with its worker: claimed again.
 FETCH_LOST_AFTER = dt.timedelta(seconds=60)
-SKIPPED = "skipped: robots.txt"
+SKIPPED = ROBOTS_SKIPPED  # how a skipped snapshot's last_error starts
 
 
 @dataclass(frozen=True)
@@ -74,9 +75,22 @@ def release(crawl_id, host: str) -> None:
     RobotsTxt.objects.filter(crawl_id=crawl_id, host=host, fetched_at__isnull=True).update(fetching_since=None)
 
 
-def skipped(crawl_id=None) -> int:
-    """How many snapshots robots.txt skipped (of one crawl, or of all). A skipped snapshot is
-    failed: read through the (status, created_at) index, not the whole table (``status``
-    on a million snapshots)."""
-    found = Snapshot.objects.filter(status=SnapshotGraph.failed, last_error__startswith=SKIPPED)
-    return (found.filter(crawl_id=crawl_id) if crawl_id is not None else found).count()
+# The snapshots robots.txt skipped, as the partial index snapshot_robots_skipped's condition
+# spells them (Snapshot.Meta): a planner uses a partial index only for a WHERE clause that says
+# the same with literals (SQLite never matches bound parameters, and without statistics it
+# must be told to use the index; a statement that cannot use it fails instead of scanning).
+_SKIPPED_COUNT = {
+    "sqlite": "SELECT count(*) FROM core_snapshot INDEXED BY snapshot_robots_skipped "  # noqa: S608 - constants
+              f"WHERE \"last_error\" LIKE '{SKIPPED}%' ESCAPE '\\' AND \"status\" = 'failed'",
+    "postgresql": f"SELECT count(*) FROM core_snapshot WHERE last_error LIKE '{SKIPPED}%' AND status = 'failed'",  # noqa: S608
+}
+
+
+def skipped() -> int:
+    """How many snapshots robots.txt skipped: failed ones, counted from the index of only
+    those, not from every failed snapshot's last_error (150 ms of ``status`` on a million
+    snapshots)."""
+    connection = connections[Snapshot.objects.db]
+    with connection.cursor() as cursor:
+        cursor.execute(_SKIPPED_COUNT[connection.vendor])  # no parameters: "%" is the pattern's own
+        return cursor.fetchone()[0]

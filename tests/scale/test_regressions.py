@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import signal
 import threading
 
@@ -158,3 +159,25 @@ def test_add_while_redis_is_down_does_not_report_a_failure_for_a_saved_crawl(tmp
     result = collection.cli("add", "--bg", "https://example.com/while-redis-is-down", check=False)
     assert collection.counts("crawl") == {"queued": 1}
     assert result.returncode == 0, result.stderr
+
+
+def test_postgres_counts_the_snapshots_robots_txt_skipped_from_their_own_index(tmp_path, database_url, redis_url):
+    """`status` on Postgres counts robots.txt's skipped snapshots (failed, their last_error
+    says so) from the partial index snapshot_robots_skipped: the count is right, and the plan
+    reads that index, not every failed snapshot."""
+    collection = ScaleCollection(tmp_path / "data", database_url, redis_url).init()
+    result = collection.django("""
+        from django.db import connection
+        from archivebox.core import robots
+        from archivebox.core.models import Crawl, Snapshot
+        crawl = Crawl.objects.create(urls="https://robots.test/", status="sealed", retry_at=None)
+        for i, (status, error) in enumerate([("failed", robots.SKIPPED + " of a.test"), ("failed", robots.SKIPPED + " of b.test"),
+                                             ("failed", "wget: exit 8"), ("sealed", robots.SKIPPED + " (a note)")]):
+            Snapshot.objects.create(crawl=crawl, url=f"https://robots.test/{i}", status=status, retry_at=None, last_error=error)
+        with connection.cursor() as cursor:
+            cursor.execute("SET enable_seqscan = off")  # a table this small is read whole otherwise
+            cursor.execute("EXPLAIN " + robots._SKIPPED_COUNT["postgresql"])
+            result = [robots.skipped(), " / ".join(row[0] for row in cursor.fetchall())]
+    """)
+    assert result[0] == 2 and "snapshot_robots_skipped" in result[1], result
+    assert json.loads(collection.cli("status", "--json").stdout)["robots_skipped"] == 2

@@ -10,6 +10,9 @@ from archivebox.core.graphs import SnapshotGraph
 from archivebox.core.urlcheck import mask_urls
 from archivebox.hostrules import host_of
 
+# The start of the last_error of a snapshot robots.txt kept from being archived (core.robots).
+ROBOTS_SKIPPED = "skipped: robots.txt"
+
 
 class HostField(models.CharField):
     """The URL's host name, lower-cased (see archivebox.hostrules), filled in from ``url`` when
@@ -60,9 +63,13 @@ class Snapshot(StatefulModel):
         # (web index, admin, API, `list`) newest first, whole or by state, a page at a time
         # however large the collection. The URL and title text index of the search box is made
         # by migration 0014 (an SQLite FTS5 table, or pg_trgm indexes): see core.search.
+        # snapshot_robots_skipped: the snapshots robots.txt skipped (core.robots), counted by
+        # `status` without reading every failed snapshot's last_error.
         indexes = [due_index("snapshot"), models.Index(fields=["crawl", "status", "host", "depth", "created_at"], name="snapshot_waiting"),
                    models.Index(fields=["created_at"], name="snapshot_created"),
-                   models.Index(fields=["status", "created_at"], name="snapshot_status_created")]
+                   models.Index(fields=["status", "created_at"], name="snapshot_status_created"),
+                   models.Index(fields=["crawl"], name="snapshot_robots_skipped",
+                                condition=models.Q(status=SnapshotGraph.failed.name, last_error__startswith=ROBOTS_SKIPPED))]
 
     def __str__(self) -> str:
         return mask_urls(self.url)  # shown in the admin, messages, logs: never a URL's password
