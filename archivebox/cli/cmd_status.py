@@ -1,12 +1,13 @@
 """Show the state of the collection: its size, counts per state, the oldest due row, live workers,
 the hosts that are busy, resting after a 429/503 or booked ahead (and why, until when).
 
-The size is the index's and the archive folder's (walked for at most SIZE_BUDGET seconds:
-a larger archive is reported as "at least"; `--exact` walks it all), with the snapshot
-folders present and those no snapshot names (orphaned), the snapshots archived (one result
-succeeded) or not (on a large collection only with `--exact`), and the users who can log in. Liveness comes from the database (orchestrator lease, worker
-heartbeats), so this works for workers on any machine. Exit code 0 either way; `--json`
-for scripts.
+The size is the index's and the archive folder's (a small collection's walked file by file,
+a large one's estimated from a hundred snapshot folders taken at random; `--exact` walks it
+all), with the snapshot folders present and those no snapshot names (orphaned), the
+snapshots archived (one result succeeded) or not (on a large collection only with
+`--exact`), and the users who can log in. Liveness comes from the database (orchestrator
+lease, worker heartbeats), so this works for workers on any machine. Exit code 0 either
+way; `--json` for scripts.
 """
 
 from __future__ import annotations
@@ -34,10 +35,16 @@ from archivebox.web.health import POOLS, liveness
 MODELS = [Crawl, Snapshot, ArchiveResult, Process]
 # States of rows that still have work to do (their graphs' non-final states).
 UNFINISHED = {model.__name__: set(model.graph.states) - set(model.graph.finals) for model in MODELS}
-# How long the archive folder's size is counted before the report says "at least"
-# (`--exact`: no limit), and up to how many snapshots the folders and the archived ones are
-# counted one by one (`--exact`: always); status answers within a second on any collection.
+# The archive folder's size is counted file by file for a collection of at most WALK_BELOW
+# snapshots (`--exact`: always), for at most SIZE_BUDGET seconds (`--exact`: no limit); a
+# larger collection's (or one whose walk runs out of time) is estimated from SIZE_SAMPLE
+# snapshot folders taken at random (on SQLite in SIZE_CLUSTERS runs of consecutive rows). Up
+# to FEW_SNAPSHOTS snapshots the folders and the archived ones are counted one by one
+# (`--exact`: always). Status answers within a second on any collection.
 SIZE_BUDGET = 0.25
+WALK_BELOW = 2_000
+SIZE_SAMPLE = 100
+SIZE_CLUSTERS = 10
 FEW_SNAPSHOTS = 50_000
 
 
@@ -81,14 +88,32 @@ def folders_of(archive_dir, known_ids: set[str]) -> dict:
     return {"present": present, "orphaned": orphaned}
 
 
+def archive_size(snapshots: int, exact: bool) -> dict:
+    """The archive folder's bytes: counted (``archive_counted``), estimated from the folders of
+    ``archive_sample`` snapshots taken at random, or (neither) at least so many."""
+    if exact or snapshots <= WALK_BELOW:
+        total, complete = tree_size(settings.ARCHIVE_DIR, None if exact else SIZE_BUDGET)
+        if complete:
+            return {"archive_bytes": total, "archive_counted": True, "archive_sample": 0}
+    sizes, deadline = [], time.monotonic() + SIZE_BUDGET
+    for pk in counting.sample(Snapshot, "id", snapshots, SIZE_SAMPLE, SIZE_CLUSTERS):
+        size, complete = tree_size(settings.ARCHIVE_DIR / str(uuid.UUID(str(pk))), deadline - time.monotonic())
+        if not complete:
+            break
+        sizes.append(size)
+    if not sizes:  # not one folder within the budget: what a walk of that long finds
+        total, _ = tree_size(settings.ARCHIVE_DIR, SIZE_BUDGET)
+        return {"archive_bytes": total, "archive_counted": False, "archive_sample": 0}
+    return {"archive_bytes": round(sum(sizes) / len(sizes) * snapshots), "archive_counted": False, "archive_sample": len(sizes)}
+
+
 def size_report(snapshots: int, exact: bool) -> dict:
     """The index's and the archive's size; on a large collection (more than FEW_SNAPSHOTS
     snapshots) the folders and the archived snapshots are counted only with ``exact``."""
     index = settings.DATA_DIR / "index.sqlite3"
     index_bytes = sum(p.stat().st_size for p in (index, index.with_name("index.sqlite3-wal")) if p.exists())
-    archive_bytes, complete = tree_size(settings.ARCHIVE_DIR, None if exact else SIZE_BUDGET)
     users = get_user_model().objects.filter(is_active=True)
-    report = {"index_bytes": index_bytes, "archive_bytes": archive_bytes, "archive_counted": complete, "snapshots": snapshots,
+    report = {"index_bytes": index_bytes, **archive_size(snapshots, exact), "snapshots": snapshots,
               "folders": None, "archived": None, "unarchived": None, "users": users.count(),
               "superusers": users.filter(is_superuser=True).count()}
     if exact or snapshots <= FEW_SNAPSHOTS:
@@ -172,8 +197,10 @@ def format_report(report: dict) -> str:
     lines.append(_row("Index size", f"{human(size['index_bytes'])} (index.sqlite3): {about}{size['snapshots']:,} snapshot(s), {archived}"))
     folders = (f"snapshot folders present: {size['folders']['present']:,}, orphaned: {size['folders']['orphaned']:,}"
                if size["folders"] is not None else "folders counted by `--exact`")
-    lines.append(_row("Archive size", f"{'' if size['archive_counted'] else 'at least '}{human(size['archive_bytes'])} in "
-                                      f"{settings.ARCHIVE_DIR} ({folders})"))
+    if size["archive_sample"]:
+        folders = f"estimated from {size['archive_sample']} snapshot folders, `--exact` counts every file; {folders}"
+    about = "" if size["archive_counted"] else "~" if size["archive_sample"] else "at least "
+    lines.append(_row("Archive size", f"{about}{human(size['archive_bytes'])} in {settings.ARCHIVE_DIR} ({folders})"))
     lines.append(_row("Users", f"{size['users']} user(s) can log in ({size['superusers']} superuser(s))"
                       if size["users"] else "none can log in yet: `archivebox manage createsuperuser`"))
     for name, counts in report["models"].items():

@@ -92,28 +92,32 @@ def by_status(model, exact: bool = False) -> tuple[dict[str, int], bool]:
     # Read through the due index (its rows are the unfinished ones) and counted here: with a
     # GROUP BY, SQLite walked the status index instead, all 16 million entries of it.
     counts = dict(Counter(rows.filter(retry_at__isnull=False).values_list("status", flat=True).order_by()))
-    sample = _sample_finished(model, estimate)
+    sampled = sample(model, "status", estimate, SAMPLE, CLUSTERS, finished=True)
     finished = max(0, estimate - sum(counts.values()))
-    for status in set(sample):
-        counts[status] = round(finished * sample.count(status) / len(sample))
+    for status in set(sampled):
+        counts[status] = round(finished * sampled.count(status) / len(sampled))
     return counts, False
 
 
-def _sample_finished(model, estimate: int) -> list[str]:
-    """The states of about SAMPLE finished rows taken at random across the table (on SQLite
-    in CLUSTERS runs of consecutive rows)."""
+def sample(model, column: str, estimate: int, size: int, clusters: int, finished: bool = False) -> list:
+    """``column`` of about ``size`` rows of ``model``'s table (of its finished rows only, with
+    ``finished``) taken at random across it: on SQLite in ``clusters`` runs of consecutive
+    rowids (a run reads a few pages; rows one by one would read a page each), on Postgres
+    in random blocks (TABLESAMPLE SYSTEM). ``estimate``: the table's rows (``table_rows``)."""
     connection = connections[model.objects.db]
     table = connection.ops.quote_name(model._meta.db_table)
+    column = connection.ops.quote_name(column)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            percent = min(100.0, 100.0 * SAMPLE / max(estimate, 1))
-            cursor.execute(f"SELECT status FROM {table} TABLESAMPLE SYSTEM (%s) WHERE retry_at IS NULL", [percent])  # noqa: S608
+            percent = min(100.0, 100.0 * size / max(estimate, 1))
+            cursor.execute(f"SELECT {column} FROM {table} TABLESAMPLE SYSTEM (%s)"  # noqa: S608
+                           + (" WHERE retry_at IS NULL" if finished else ""), [percent])
         else:
-            run = max(1, SAMPLE // CLUSTERS)
+            run = max(1, size // clusters)
             firsts = range(1, max(estimate - run, 1) + 1)  # where a run may start and still end in the table
-            starts = sorted(random.sample(firsts, min(CLUSTERS, len(firsts))))
+            starts = sorted(random.sample(firsts, min(clusters, len(firsts))))
             ranges = " OR ".join("rowid BETWEEN %s AND %s" for _ in starts)
-            cursor.execute(f"SELECT status FROM {table} WHERE ({ranges}) AND retry_at IS NULL",  # noqa: S608
+            cursor.execute(f"SELECT {column} FROM {table} WHERE ({ranges})" + (" AND retry_at IS NULL" if finished else ""),  # noqa: S608
                            [bound for start in starts for bound in (start, start + run - 1)])
         return [row[0] for row in cursor.fetchall()]
 

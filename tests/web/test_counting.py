@@ -61,7 +61,7 @@ def test_a_large_tables_sample_is_runs_of_rows_at_random_places_and_splits_its_e
     monkeypatch.setattr(counting, "SAMPLE", 80)
     monkeypatch.setattr(counting, "CLUSTERS", 8)
     with CaptureQueriesContext(connection) as queries:
-        sample = counting._sample_finished(ArchiveResult, 400)
+        sample = counting.sample(ArchiveResult, "status", 400, counting.SAMPLE, counting.CLUSTERS, finished=True)
     assert 0 < len(sample) <= 80 and 0.15 <= sample.count("failed") / len(sample) <= 0.35, sample
     [sql] = [q["sql"] for q in queries.captured_queries]
     assert sql.count("BETWEEN") == 8, sql
@@ -211,3 +211,34 @@ def test_the_parts_found_by_id_are_one_list():
     found = search.search(Snapshot.objects.all(), "page-1", "all")
     assert str(found.snapshots.query).count(" IN (") == 1 and found.at_least == 0
     assert {s.url.rsplit("/", 1)[1] for s in found.snapshots} == {"page-1", "page-10", "page-11", "page-5"}
+
+
+def test_a_large_archives_size_is_estimated_from_snapshot_folders_taken_at_random(monkeypatch, tmp_path):
+    """Past WALK_BELOW snapshots, status walks the folders of SIZE_SAMPLE snapshots taken at
+    random (not the whole archive: seconds on a million folders) and says so; a small
+    collection's archive is walked file by file, as is any with ``--exact``."""
+    from django.conf import settings
+
+    from archivebox.cli import cmd_status
+
+    monkeypatch.setattr(settings, "ARCHIVE_DIR", tmp_path)
+    crawl = make(0)
+    for i in range(40):
+        snapshot = Snapshot.objects.create(crawl=crawl, url=f"https://sizes.test/{i}", status="sealed", retry_at=None)
+        (tmp_path / str(snapshot.pk) / "wget").mkdir(parents=True)
+        (tmp_path / str(snapshot.pk) / "wget" / "index.html").write_bytes(b"x" * 1000)
+        (tmp_path / str(snapshot.pk) / "title.txt").write_bytes(b"y" * 24)
+    walked = cmd_status.archive_size(40, exact=False)
+    assert walked == {"archive_bytes": 40 * 1024, "archive_counted": True, "archive_sample": 0}
+    monkeypatch.setattr(cmd_status, "WALK_BELOW", 10)
+    monkeypatch.setattr(cmd_status, "SIZE_SAMPLE", 20)
+    monkeypatch.setattr(cmd_status, "SIZE_CLUSTERS", 4)
+    with CaptureQueriesContext(connection) as queries:
+        estimated = cmd_status.archive_size(40, exact=False)
+    assert estimated["archive_bytes"] == 40 * 1024 and not estimated["archive_counted"], estimated  # every folder: 1,024 bytes
+    assert 4 <= estimated["archive_sample"] <= 20, estimated
+    [sql] = [q["sql"] for q in queries.captured_queries]
+    assert sql.count("BETWEEN") == 4, sql
+    assert cmd_status.archive_size(40, exact=True) == walked
+    text = cmd_status.format_report({**cmd_status.gather(), "size": {**cmd_status.size_report(40, False), **estimated}})
+    assert "Archive size:      ~40.0 KB in " in text and f"estimated from {estimated['archive_sample']} snapshot folders" in text
