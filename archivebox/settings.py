@@ -226,9 +226,10 @@ READ_ONLY: bool = read_only(DATA_DIR)
 DATABASES = {"default": database_from_url(os.environ.get("DATABASE_URL", "").strip(), DATA_DIR)}
 
 
-if DATABASES["default"]["ENGINE"] == SQLITE_ENGINE:
-    # A command that only reads (boot.setup(wire=False)) never talks to Redis either.
-    tuning.import_huey_without_postgres_driver(redis_too=not boot.wiring())  # kept tricks: see archivebox.tuning
+# Kept tricks (see archivebox.tuning): huey.storage without psycopg on SQLite, and without
+# redis in a command that only reads (boot.setup(wire=False)), which never talks to Redis.
+tuning.import_huey_storage_without(*(["psycopg"] if DATABASES["default"]["ENGINE"] == SQLITE_ENGINE else []),
+                                   *([] if boot.wiring() else ["redis"]))
 # The task monitor writes a row per Huey signal: on SQLite it gets a file of its own, so
 # its writes never wait on the app's write lock (archivebox.web.dbrouter routes it there).
 if DATABASES["default"]["ENGINE"] == SQLITE_ENGINE:

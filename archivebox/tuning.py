@@ -7,8 +7,8 @@ and its figure, measured alternately against the same code without it on the 2-c
 development machine. ``tests/test_tuning.py`` asserts that the library details each one
 depends on still exist, so an upgrade that moves them fails loudly instead of silently.
 
-1. psycopg hidden from ``huey.storage`` on SQLite (:func:`import_huey_without_postgres_driver`),
-   and redis too in a process that only reads (``list``, ``status``...).
+1. psycopg hidden from ``huey.storage`` on SQLite (:func:`import_huey_storage_without`),
+   and redis in a process that only reads (``list``, ``status``...), on either database.
 2. The task monitor's batch writer in SQL (:class:`MonitorBatchSql`), instead of
    django-huey-monitor's models.
 3. The reads a hook run repeats, in SQL (``core.rowsql.values``, ``load``, ``attach``),
@@ -69,11 +69,11 @@ import uuid
 # URL may be set; RedisStorage binds ``huey.storage.Redis`` when the module is imported).
 
 
-def import_huey_without_postgres_driver(redis_too: bool = False) -> None:
-    """Import ``huey.storage`` with psycopg hidden (and redis, with ``redis_too``), then
-    unhide them for whoever needs them later."""
-    hidden = [name for name in ("psycopg", *(("redis",) if redis_too else ())) if name not in sys.modules]
-    if "huey.storage" in sys.modules or "psycopg" not in hidden:
+def import_huey_storage_without(*drivers: str) -> None:
+    """Import ``huey.storage`` with the named driver modules hidden (those not imported
+    already), then unhide them for whoever needs them later."""
+    hidden = [name for name in drivers if name not in sys.modules]
+    if "huey.storage" in sys.modules or not hidden:
         return
     for name in hidden:
         sys.modules[name] = None  # makes ``import name`` raise ImportError, which huey expects

@@ -22,7 +22,7 @@ def columns(model) -> dict:
 
 
 def test_huey_storage_still_imports_psycopg_under_that_name():
-    """import_huey_without_postgres_driver hides psycopg from this module-level import."""
+    """import_huey_storage_without hides psycopg (on SQLite) from this module-level import."""
     assert hasattr(huey.storage, "psycopg")
 
 

@@ -7,6 +7,7 @@ import contextlib
 import datetime as dt
 import json
 import signal
+import subprocess
 import threading
 
 import psutil
@@ -21,7 +22,7 @@ from archivebox.tasks import actor_types, ticks
 from archivebox.tasks.dispatch import dispatch_due
 from archivebox.tasks.orchestrator import Orchestrator
 from archivebox.config import EngineConfig
-from helpers import wait_until
+from helpers import VENV_BIN, wait_until
 from scaletools import ScaleCollection
 
 FAST = {"MAX_TICK_TIME": "2", "ORCHESTRATOR_LEASE_TTL": "2", "HEARTBEAT_INTERVAL": "0.5", "HEARTBEAT_TTL": "3",
@@ -181,3 +182,15 @@ def test_postgres_counts_the_snapshots_robots_txt_skipped_from_their_own_index(t
     """)
     assert result[0] == 2 and "snapshot_robots_skipped" in result[1], result
     assert json.loads(collection.cli("status", "--json").stdout)["robots_skipped"] == 2
+
+
+def test_a_reading_command_on_postgres_does_not_import_redis(tmp_path, database_url, redis_url):
+    """`list` and `status` on Postgres hid psycopg from huey.storage only: the driver was
+    imported already, and the trick gave up on redis too (70 ms of start-up)."""
+    collection = ScaleCollection(tmp_path / "data", database_url, redis_url).init()
+    script = ("import sys\nfrom archivebox.cli import main\ncode = main(sys.argv[1:])\n"
+              "print(code, 'psycopg' in sys.modules, 'redis' in sys.modules)")
+    for argv in (["status"], ["list", "--limit", "1"]):
+        done = subprocess.run([str(VENV_BIN / "python"), "-c", script, *argv], cwd=collection.root, env=collection.env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and done.stdout.splitlines()[-1] == "0 True False", (argv, done.stdout, done.stderr)
