@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from archivebox.hooks import config as plugin_config
 from archivebox.hooks.catalog import PluginCatalog
 from archivebox.process.browser import find_binary
 
@@ -48,12 +49,11 @@ def used(cat: PluginCatalog, layers: Sequence[Mapping[str, Any]], enabled: set[s
     """The programs the enabled plugins name in their ``*_BINARY`` keys, found on this machine's PATH."""
     found: dict[str, SystemBinary] = {}
     for plugin in sorted(enabled):
-        keys = [key for key in cat.schema(plugin) if key.endswith("_BINARY")]
-        if not keys:
-            continue
-        values = cat.resolved(plugin, layers)
-        for key in keys:
-            value = str(values.get(key) or "").strip()
+        # Only these keys are resolved (as cat.resolved would: a plugin's own keys win over the
+        # shared ones), so no other key's value is checked (and jsonschema is not imported).
+        keys = {key: spec for key, spec in cat.schema(plugin).items() if key.endswith("_BINARY")}
+        for key, spec in keys.items():
+            value = str(plugin_config.resolve_key(key, spec, layers, plugin=plugin) or "").strip()
             entry = found.get(key)
             if entry is None:
                 entry = found[key] = locate(key, value)

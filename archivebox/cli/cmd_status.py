@@ -169,7 +169,7 @@ def gather(exact: bool = False) -> dict:
     report["readable_by_others"] = exposed(settings.DATA_DIR)
     report["queue_files"] = queue_files(settings.QUEUE_DIR)
     report["binaries"] = listing.summary(Machine.current(settings.ENGINE.machine_id))
-    cat = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS)
+    cat = catalog(settings.DATA_DIR, settings.PLUGIN_DIRS, checked=False)  # runs nothing: checking config.json is add's
     config_layers = layers(file_values=settings.CONFIG_FILE_VALUES)
     report["binaries"]["system"] = [{"name": b.name, "path": b.path, "plugins": b.plugins, "problem": b.problem}
                                     for b in system.used(cat, config_layers, cat.enabled_plugins(config_layers))]

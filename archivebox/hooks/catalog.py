@@ -43,9 +43,10 @@ class _State:
 
 
 class PluginCatalog:
-    def __init__(self, dirs: Sequence[Path], recheck_every: float = 0.0):
+    def __init__(self, dirs: Sequence[Path], recheck_every: float = 0.0, checked: bool = True):
         self.dirs = list(dirs)
         self.recheck_every = recheck_every
+        self.checked = checked  # each config.json checked against its meta-schema when read
         self._lock = threading.Lock()
         self._state = _State((), {}, {})
         self._next_check = float("-inf")
@@ -62,7 +63,8 @@ class PluginCatalog:
             signature += tuple(_mtime(p) for p in plugins.values())
             signature += tuple(_mtime(p / "config.json") for p in plugins.values())
             if signature != state.signature:
-                schemas = {name: plugin_config.plugin_schema(name, plugin_config.load_schema(path)) for name, path in plugins.items()}
+                schemas = {name: plugin_config.plugin_schema(name, plugin_config.load_schema(path, self.checked))
+                           for name, path in plugins.items()}
                 metas = {name: plugin_config.load_meta(path) for name, path in plugins.items()}
                 state = self._state = _State(signature, plugins, schemas, metas)
             self._next_check = now + self.recheck_every
@@ -199,15 +201,17 @@ _CATALOGS: dict[tuple, PluginCatalog] = {}
 _BY_SETTINGS: dict[tuple, PluginCatalog] = {}  # the same catalogs, by the arguments that named them
 
 
-def catalog(data_dir: Path, extra_dirs: str = "") -> PluginCatalog:
+def catalog(data_dir: Path, extra_dirs: str = "", checked: bool = True) -> PluginCatalog:
     """The process-wide catalog for a data dir and ``PLUGIN_DIRS`` value (asked for several
-    times per hook run: the folders are worked out once per pair of values)."""
-    found = _BY_SETTINGS.get((data_dir, extra_dirs))
+    times per hook run: the folders are worked out once per pair of values). ``checked=False``:
+    the config.json files are not checked against their meta-schema (jsonschema's import and
+    the checks are a tenth of ``status``, which runs no hook and validates no value)."""
+    found = _BY_SETTINGS.get((data_dir, extra_dirs, checked))
     if found is None:
         dirs = tuple(plugin_dirs(data_dir, extra_dirs))
-        if dirs not in _CATALOGS:
-            _CATALOGS[dirs] = PluginCatalog(dirs, recheck_every=RECHECK_EVERY)
-        found = _BY_SETTINGS[(data_dir, extra_dirs)] = _CATALOGS[dirs]
+        if (dirs, checked) not in _CATALOGS:
+            _CATALOGS[dirs, checked] = PluginCatalog(dirs, recheck_every=RECHECK_EVERY, checked=checked)
+        found = _BY_SETTINGS[(data_dir, extra_dirs, checked)] = _CATALOGS[dirs, checked]
     return found
 
 

@@ -30,13 +30,15 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from jsonschema import Draft7Validator
-from jsonschema.exceptions import ValidationError, best_match
-from jsonschema.validators import validator_for
+from typing import TYPE_CHECKING, Any
 
 from archivebox.config import ConfigError
+
+# jsonschema (60-90 ms to import) is imported where a value or a config.json is checked, so a
+# command that reads the catalog without checking one (``status``) does not pay for it.
+if TYPE_CHECKING:
+    from jsonschema import Draft7Validator
+    from jsonschema.exceptions import ValidationError
 
 logger = logging.getLogger(__name__)
 
@@ -72,8 +74,10 @@ GLOBAL_SCHEMA: dict[str, dict[str, Any]] = {
 _MISSING = object()
 
 
-def load_schema(plugin_dir: Path) -> dict[str, dict[str, Any]]:
-    """The ``properties`` of a plugin's config.json (empty if it has none)."""
+def load_schema(plugin_dir: Path, check: bool = True) -> dict[str, dict[str, Any]]:
+    """The ``properties`` of a plugin's config.json (empty if it has none), checked against
+    its draft's meta-schema unless ``check`` is false (a command that reads the plugins' keys
+    and runs nothing: ``status``)."""
     path = plugin_dir / "config.json"
     if not path.exists():
         return {}
@@ -83,7 +87,8 @@ def load_schema(plugin_dir: Path) -> dict[str, dict[str, Any]]:
         raise ConfigError(f"{path}: invalid config.json: {err}") from err
     if not isinstance(schema, dict):
         return {}
-    check_schema(str(path), schema)
+    if check:
+        check_schema(str(path), schema)
     return schema.get("properties", {})
 
 
@@ -91,7 +96,10 @@ def check_schema(where: str, schema: dict) -> None:
     """Raise ConfigError, one line naming the key and the keyword, if ``schema`` (a whole
     config.json) is not a valid JSON Schema (of the draft its ``$schema`` names, else draft 7),
     or declares a key whose schema is not an object."""
-    cls = validator_for(schema, default=Draft7Validator)
+    from jsonschema import Draft7Validator, validators
+    from jsonschema.exceptions import best_match
+
+    cls = validators.validator_for(schema, default=Draft7Validator)
     meta = cls(cls.META_SCHEMA, format_checker=cls.FORMAT_CHECKER)  # checks that a "pattern" is a regex
     error = best_match(meta.iter_errors(schema))
     if error is not None:
@@ -200,6 +208,8 @@ def coerce(key: str, spec: Mapping[str, Any], raw: Any) -> Any:
     validator = _validator(spec)
     if value is None or validator is None:
         return value
+    from jsonschema.exceptions import best_match
+
     error = best_match(validator.iter_errors(value))
     if error is not None:
         where = key + "".join(f"[{part}]" for part in error.absolute_path)
@@ -246,7 +256,11 @@ def _validator(spec: Mapping[str, Any]) -> Draft7Validator | None:
     if len(_VALIDATORS) >= _VALIDATORS_MAX:
         _VALIDATORS.clear()
     checks = any(key not in _ANNOTATIONS and not key.startswith("x-") for key in spec)
-    validator = Draft7Validator(spec) if checks else None  # no format checker: "format" documents a value
+    validator = None
+    if checks:
+        from jsonschema import Draft7Validator
+
+        validator = Draft7Validator(spec)  # no format checker: "format" documents a value
     _VALIDATORS[id(spec)] = (spec, validator)
     return validator
 

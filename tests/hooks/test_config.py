@@ -136,6 +136,28 @@ def test_an_unusable_keyword_in_config_json_is_refused_when_read(tmp_path, spec,
     assert str(err.value).startswith(f"{tmp_path / 'config.json'}: BAD_KEY") and fragment in str(err.value), str(err.value)
 
 
+def test_a_command_that_runs_no_hook_reads_an_unusable_config_json_unchecked(tmp_path):
+    """``status`` reads the plugins' keys (for the binaries they name) without checking each
+    config.json against its meta-schema (jsonschema's import and the checks were a tenth of
+    it): it answers on a collection with a broken plugin, which ``add`` refuses in one line."""
+    from archivebox.hooks.catalog import catalog
+    from archivebox.hooks.config import load_schema
+
+    (tmp_path / "config.json").write_text(json.dumps({"properties": {"BAD_KEY": {"type": "string", "pattern": "(unclosed"}}}))
+    assert load_schema(tmp_path, check=False) == {"BAD_KEY": {"type": "string", "pattern": "(unclosed"}}
+    assert catalog(tmp_path, checked=False) is not catalog(tmp_path) and not catalog(tmp_path, checked=False).checked
+    coll = collection(tmp_path, "h_env,broken")
+    broken = coll.root / "plugins" / "broken"
+    broken.mkdir(parents=True)
+    (broken / "config.json").write_text(json.dumps({"properties": {"BROKEN_BINARY": {"type": "string", "default": "sh"},
+                                                                   "BROKEN_SLUG": {"type": "string", "pattern": "(unclosed"}}}))
+    (broken / "on_Snapshot__50_broken.py").write_text("print('never run')\n")
+    status = coll.cli("status")
+    assert "- sh from PATH: " in status.stdout and "(broken)" in status.stdout, status.stdout
+    refused = coll.cli("add", "https://example.com/broken", check=False)
+    assert refused.returncode == 2 and "BROKEN_SLUG" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+
+
 LIBRARY = plugin_schema("library", {
     "LIBRARY_OBJ": {"type": "object", "default": {"k": 1}, "required": ["k"], "additionalProperties": {"type": "integer"}},
     "LIBRARY_ANY": {"type": ["integer", "string"], "default": 1, "anyOf": [{"type": "integer", "minimum": 1}, {"type": "string", "pattern": "^auto$"}]},
