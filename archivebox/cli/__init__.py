@@ -16,9 +16,10 @@ import re
 import sys
 
 from django.conf import settings
-from django.db import DatabaseError
+from django.apps import apps
+from django.db import DatabaseError, connections
 
-from archivebox import __version__, boot
+from archivebox import __version__, boot, tuning
 from archivebox.config import ConfigError, resolve_data_dir
 
 logger = logging.getLogger(__name__)
@@ -83,13 +84,18 @@ def unknown_command(word: str) -> str:
     return f"archivebox: error: no command {word!r}{hint}; `archivebox --help` lists them"
 
 
+def command_of(argv: list[str]) -> str | None:
+    """The command an argument list names (its first word that is not an option), by its own name."""
+    command = next((arg for arg in argv if not arg.startswith("-")), None)
+    return ALIASES.get(command, command)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv in (["--version"], ["-v"]):
         print(__version__)
         return 0
-    command = next((arg for arg in argv if not arg.startswith("-")), None)
-    command = ALIASES.get(command, command)
+    command = command_of(argv)
     data_dir = resolve_data_dir()
     # Checked before anything is imported: importing the queues creates their folder.
     if command not in (None, "init") and command in COMMANDS and not data_dir.is_dir():
@@ -183,4 +189,9 @@ def _first_line(err: BaseException) -> str:
 
 
 def entry() -> None:
-    sys.exit(main())
+    code = main()
+    if command_of(sys.argv[1:]) in READING_COMMANDS:
+        if apps.ready:
+            connections.close_all()  # what the teardown did (SQLite's last connection removes the -wal file)
+        tuning.skip_final_collection()  # a kept trick: see archivebox.tuning
+    sys.exit(code)
