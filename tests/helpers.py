@@ -40,8 +40,10 @@ from archivebox import boot
 boot.setup(wire=False)
 from django.conf import settings
 from django.core.management import call_command
+from django.db import connections
 for alias in settings.DATABASES:
     call_command("migrate", database=alias, verbosity=0, interactive=False)
+connections.close_all()  # the files are copied: nothing may stay in a -wal file (a reading process's are never finalized)
 """
 
 

@@ -143,10 +143,12 @@ def test_a_command_that_only_reads_starts_without_the_engines_queues_or_the_admi
 
 EXIT = """
 import atexit, gc, sys
-from archivebox.cli import entry
-atexit.register(lambda: print("frozen" if gc.get_freeze_count() else "collected"))
+from archivebox import cli
+run, frozen = cli.main, []
+cli.main = lambda: (run(), frozen.append(gc.get_freeze_count()))[0]
+atexit.register(lambda: print("frozen" if gc.get_freeze_count() > frozen[0] else "collected"))
 sys.argv = ["archivebox", *sys.argv[1:]]
-entry()
+cli.entry()
 """
 
 
@@ -161,6 +163,16 @@ def test_a_command_that_only_reads_exits_without_collecting_garbage_and_closes_i
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and result.stdout.splitlines()[-1] == teardown, (result.stdout, result.stderr)
     assert not (collection.root / "index.sqlite3-wal").exists()
+
+
+def test_a_reading_process_starts_django_with_the_collector_off_and_freezes_what_it_built(collection):
+    """boot.setup of a process that only reads (archivebox.tuning, 5): no collection walks the
+    start's objects while they are made, nor after; the collector is on again once Django has
+    started."""
+    script = "import gc\nfrom archivebox import boot\nboot.setup(wire=False)\nprint(gc.isenabled(), gc.get_freeze_count() > 50_000)"
+    result = subprocess.run([str(VENV_BIN / "python"), "-c", script], cwd=collection.root, env=collection.env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.stdout.split() == ["True", "True"], (result.stdout, result.stderr)
 
 
 def test_version_alone_answers_without_starting_django(tmp_path):
