@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import time
 import uuid
 
@@ -96,7 +97,8 @@ def archive_size(snapshots: int, exact: bool) -> dict:
         if complete:
             return {"archive_bytes": total, "archive_counted": True, "archive_sample": 0}
     sizes, deadline = [], time.monotonic() + SIZE_BUDGET
-    for pk in counting.sample(Snapshot, "id", snapshots, SIZE_SAMPLE, SIZE_CLUSTERS):
+    sampled = counting.sample(Snapshot, "id", snapshots, SIZE_SAMPLE, SIZE_CLUSTERS)
+    for pk in random.sample(sampled, min(len(sampled), SIZE_SAMPLE)):  # Postgres's blocks may hold more
         size, complete = tree_size(settings.ARCHIVE_DIR / str(uuid.UUID(str(pk))), deadline - time.monotonic())
         if not complete:
             break
