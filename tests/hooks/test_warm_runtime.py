@@ -79,8 +79,10 @@ def test_a_script_forked_in_its_own_interpreter_gets_what_python_script_py_gives
     extra = tmp_path / "extra-site"
     extra.mkdir()
     env = {"PATH": os.environ["PATH"], "ONLY": "this", "PYTHONPATH": str(extra)}
+    # The reference run starts as from a shell where Ctrl-C works: a test run in the background
+    # (`.ci/run &`) has SIGINT ignored, which a fresh interpreter inherits and keeps.
     fresh = subprocess.run([str(hook_python), str(script), "--url=x"], cwd=tmp_path, env=env, capture_output=True, text=True, start_new_session=True,
-                           timeout=60)
+                           timeout=60, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert fresh.returncode == 0, fresh.stderr
     client = forkclient.ForkClient(str(hook_python), {"PYTHONPATH": str(extra)}, forkserver.THIRD_PARTY_PRELOAD)
     try:
