@@ -20,6 +20,7 @@ import uuid
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db import connection
 from django.utils import timezone
 
 from archivebox.core import counting
@@ -109,13 +110,23 @@ def archive_size(snapshots: int, exact: bool) -> dict:
     return {"archive_bytes": round(sum(sizes) / len(sizes) * snapshots), "archive_counted": False, "archive_sample": len(sizes)}
 
 
+def index_size() -> tuple[str, int]:
+    """Where the index is (``index.sqlite3``, or the Postgres database's name) and its bytes."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT current_database(), pg_database_size(current_database())")
+            name, size = cursor.fetchone()
+        return f"Postgres database {name}", size
+    index = settings.DATA_DIR / "index.sqlite3"
+    return index.name, sum(p.stat().st_size for p in (index, index.with_name("index.sqlite3-wal")) if p.exists())
+
+
 def size_report(snapshots: int, exact: bool) -> dict:
     """The index's and the archive's size; on a large collection (more than FEW_SNAPSHOTS
     snapshots) the folders and the archived snapshots are counted only with ``exact``."""
-    index = settings.DATA_DIR / "index.sqlite3"
-    index_bytes = sum(p.stat().st_size for p in (index, index.with_name("index.sqlite3-wal")) if p.exists())
+    index_where, index_bytes = index_size()
     users = get_user_model().objects.filter(is_active=True)
-    report = {"index_bytes": index_bytes, **archive_size(snapshots, exact), "snapshots": snapshots,
+    report = {"index_bytes": index_bytes, "index_where": index_where, **archive_size(snapshots, exact), "snapshots": snapshots,
               "folders": None, "archived": None, "unarchived": None, "users": users.count(),
               "superusers": users.filter(is_superuser=True).count()}
     if exact or snapshots <= FEW_SNAPSHOTS:
@@ -196,7 +207,7 @@ def format_report(report: dict) -> str:
     about = "~" if "Snapshot" in report["estimated"] else ""
     archived = (f"archived: {size['archived']:,}, unarchived: {size['unarchived']:,}" if size["archived"] is not None
                 else "archived ones counted by `--exact`")
-    lines.append(_row("Index size", f"{human(size['index_bytes'])} (index.sqlite3): {about}{size['snapshots']:,} snapshot(s), {archived}"))
+    lines.append(_row("Index size", f"{human(size['index_bytes'])} ({size['index_where']}): {about}{size['snapshots']:,} snapshot(s), {archived}"))
     folders = (f"snapshot folders present: {size['folders']['present']:,}, orphaned: {size['folders']['orphaned']:,}"
                if size["folders"] is not None else "folders counted by `--exact`")
     if size["archive_sample"]:

@@ -181,7 +181,10 @@ def test_postgres_counts_the_snapshots_robots_txt_skipped_from_their_own_index(t
             result = [robots.skipped(), " / ".join(row[0] for row in cursor.fetchall())]
     """)
     assert result[0] == 2 and "snapshot_robots_skipped" in result[1], result
-    assert json.loads(collection.cli("status", "--json").stdout)["robots_skipped"] == 2
+    report = json.loads(collection.cli("status", "--json").stdout)
+    assert report["robots_skipped"] == 2
+    # The index's size is the database's (it said 0 B, of an index.sqlite3 there is not).
+    assert report["size"]["index_where"].startswith("Postgres database ") and report["size"]["index_bytes"] > 1_000_000
 
 
 def test_a_reading_command_on_postgres_does_not_import_redis(tmp_path, database_url, redis_url):
