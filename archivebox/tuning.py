@@ -133,28 +133,29 @@ def import_huey_storage_without(*drivers: str) -> None:
 
 
 # 5. ---------------------------------------------------------------------------------------
-# A CLI process's exit tears down every module it imported (about 800 with Django and the
-# models) and garbage-collects as it goes: 0.15-0.2 s of ``status``'s 0.6-0.8 s here, more
-# than any query of it. gc.freeze() (public; meant for servers that fork) moves every live
-# object to a generation no collection visits, so the teardown frees what reference counts
-# free and collects nothing; the atexit handlers still run (logging's flush). Only for a
-# command that only reads (``list``, ``search``, ``status``...), after it closes its
-# database connections (the CLI's entry): no other object of it has a finalizer that matters. Measured with
-# farm-bench on the million-snapshot collection (docs/performance.md), against the same
-# entry point without it, medians of 11-15 pairs: ``status`` 0.81x wall, ``list --limit
-# 20`` 0.82x (ending with os._exit instead gained no more: 1.05x against this).
-
+# Garbage collection in a command that only reads (``list``, ``search``, ``status``...).
 #
-# Django's start (boot.setup: the apps, their models and what they import) builds about
-# 100,000 objects that live as long as the process, and the collector traversed them again and
-# again while they were made: a full collection of 28 ms and 64 ms in all during `status`'s
-# start. A process that only reads starts with the collector off and freezes what its start
-# built, so no later full collection walks it either (the pattern gc.freeze() was made for).
-# Frozen objects are never finalized: Django's connection wrappers are among them, so such a
-# process closes its connections itself before it exits (the CLI's entry does; a process
-# that does not leaves SQLite's -wal file behind, which the next one opens as usual). Measured
-# the same way, against the commit before, 15 pairs: ``status`` 0.93x wall, ``list --limit
-# 20`` 0.94x.
+# At its exit: a CLI process's exit tears down every module it imported (about 800 with
+# Django and the models) and garbage-collects as it goes: 0.15-0.2 s of ``status``'s
+# 0.6-0.8 s here, more than any query of it. gc.freeze() (public; meant for servers that
+# fork) moves every live object to a generation no collection visits, so the teardown frees
+# what reference counts free and collects nothing; the atexit handlers still run (logging's
+# flush). The CLI's entry closes the database connections first: no other object of such a
+# command has a finalizer that matters. Measured with farm-bench on the million-snapshot
+# collection (docs/performance.md), against the same entry point without it, medians of
+# 11-15 pairs: ``status`` 0.81x wall, ``list --limit 20`` 0.82x (ending with os._exit instead
+# gained no more: 1.05x against this).
+#
+# At its start: Django's start (boot.setup: the apps, their models and what they import)
+# builds about 100,000 objects that live as long as the process, and the collector traversed
+# them again and again while they were made: a full collection of 28 ms, and 64 ms in all,
+# during ``status``'s start. Such a process starts with the collector off and freezes what
+# its start built, so no later full collection walks it either (the pattern gc.freeze() was
+# made for). Frozen objects are never finalized: Django's connection wrappers are among them,
+# so such a process closes its connections itself before it exits (the CLI's entry does; a
+# process that does not leaves SQLite's -wal file behind, which the next one opens as
+# usual). Measured the same way, against the commit before, 15 pairs: ``status`` 0.93x
+# wall, ``list --limit 20`` 0.94x.
 
 
 @contextlib.contextmanager
@@ -174,6 +175,7 @@ def start_without_collections():
 def skip_final_collection() -> None:
     """Nothing left to do but exit: let the interpreter's teardown collect no garbage."""
     gc.freeze()
+
 
 def random_uuid_int() -> int:
     """A version-4 UUID as an int; signal ids need uniqueness, not unpredictability."""
