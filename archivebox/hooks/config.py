@@ -206,16 +206,14 @@ def coerce(key: str, spec: Mapping[str, Any], raw: Any) -> Any:
     (or the item: ``KEY[2]``) and the value."""
     value = _convert(key, spec, raw)
     validator = _validator(spec)
-    if value is None or validator is None:
+    if value is None or validator is None or validator.is_valid(value):
         return value
-    from jsonschema.exceptions import best_match
+    from jsonschema.exceptions import best_match  # only for a value that is invalid: not on every hook run's path
 
     error = best_match(validator.iter_errors(value))
-    if error is not None:
-        where = key + "".join(f"[{part}]" for part in error.absolute_path)
-        got = raw if not error.absolute_path else error.instance
-        raise ConfigError(f"{where}: {_phrase(error)}, got {got!r}")
-    return value
+    where = key + "".join(f"[{part}]" for part in error.absolute_path)
+    got = raw if not error.absolute_path else error.instance
+    raise ConfigError(f"{where}: {_phrase(error)}, got {got!r}")
 
 
 def _convert(key: str, spec: Mapping[str, Any], raw: Any) -> Any:
