@@ -93,20 +93,21 @@ def folders_of(archive_dir, known_ids: set[str]) -> dict:
 def archive_size(snapshots: int, exact: bool) -> dict:
     """The archive folder's bytes: counted (``archive_counted``), estimated from the folders of
     ``archive_sample`` snapshots taken at random, or (neither) at least so many."""
+    at_least = 0  # bytes seen by a walk that ran out of time
     if exact or snapshots <= WALK_BELOW:
-        total, complete = tree_size(settings.ARCHIVE_DIR, None if exact else SIZE_BUDGET)
+        at_least, complete = tree_size(settings.ARCHIVE_DIR, None if exact else SIZE_BUDGET)
         if complete:
-            return {"archive_bytes": total, "archive_counted": True, "archive_sample": 0}
+            return {"archive_bytes": at_least, "archive_counted": True, "archive_sample": 0}
     sizes, deadline = [], time.monotonic() + SIZE_BUDGET
     sampled = counting.sample(Snapshot, "id", snapshots, SIZE_SAMPLE, SIZE_CLUSTERS)
     for pk in random.sample(sampled, min(len(sampled), SIZE_SAMPLE)):  # Postgres's blocks may hold more
         size, complete = tree_size(settings.ARCHIVE_DIR / str(uuid.UUID(str(pk))), deadline - time.monotonic())
         if not complete:
+            at_least = max(at_least, size)
             break
         sizes.append(size)
-    if not sizes:  # not one folder within the budget: what a walk of that long finds
-        total, _ = tree_size(settings.ARCHIVE_DIR, SIZE_BUDGET)
-        return {"archive_bytes": total, "archive_counted": False, "archive_sample": 0}
+    if not sizes:  # not one folder within the budget: the most a walk saw
+        return {"archive_bytes": at_least, "archive_counted": False, "archive_sample": 0}
     return {"archive_bytes": round(sum(sizes) / len(sizes) * snapshots), "archive_counted": False, "archive_sample": len(sizes)}
 
 

@@ -240,5 +240,12 @@ def test_a_large_archives_size_is_estimated_from_snapshot_folders_taken_at_rando
     [sql] = [q["sql"] for q in queries.captured_queries]
     assert sql.count("BETWEEN") == 4, sql
     assert cmd_status.archive_size(40, exact=True) == walked
+    # No folder walked within the budget: "at least" what was seen, without walking the archive again.
+    walks = []
+    monkeypatch.setattr(cmd_status, "tree_size", lambda folder, budget: walks.append(folder) or (512, False))
+    assert cmd_status.archive_size(40, exact=False) == {"archive_bytes": 512, "archive_counted": False, "archive_sample": 0}
+    assert walks and tmp_path not in walks, walks
+    monkeypatch.undo()
+    monkeypatch.setattr(settings, "ARCHIVE_DIR", tmp_path)
     text = cmd_status.format_report({**cmd_status.gather(), "size": {**cmd_status.size_report(40, False), **estimated}})
     assert "Archive size:      ~40.0 KB in " in text and f"estimated from {estimated['archive_sample']} snapshot folders" in text
