@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from archivebox.config import EngineConfig
 from archivebox.lifecycle import notify
-from archivebox.core import leases, rowsql
+from archivebox.core import diskspace, leases, rowsql
 from archivebox.tasks import registry
 from archivebox.tasks.queue import huey
 from archivebox.tasks.registry import ActorType, Go, Wait
@@ -55,7 +55,14 @@ def limit_of(actor: ActorType, config: EngineConfig) -> int:
 def tick(actor_name: str, pks: list, token: dt.datetime | None, slot: str | None, holder: str | None) -> None:
     """Huey entry point: one batch of ticks of ``actor_name``, dispatched under ``slot``."""
     close_old_connections()
-    run_ticks(registry.get(actor_name), pks, token, settings.ENGINE, slot=slot, holder=holder)
+    try:
+        run_ticks(registry.get(actor_name), pks, token, settings.ENGINE, slot=slot, holder=holder)
+    except DatabaseError as err:
+        if not diskspace.is_disk_full(err):
+            raise
+        # Said once a minute, in one line; the rows' claims and the slot's lease expire, so
+        # the rows are ticked again once there is space.
+        diskspace.report(f"a tick of {actor_name}", settings.DATA_DIR)
 
 
 def run_tick(actor: ActorType, pk, seen: dt.datetime | None, config: EngineConfig, now: dt.datetime | None = None) -> TickResult:

@@ -122,3 +122,23 @@ def test_a_side_effect_that_meets_a_full_disk_says_so_in_one_line_not_a_tracebac
     said = [r for r in caplog.records if r.levelname in ("ERROR", "WARNING")]
     assert [r.getMessage().split(" (")[0] for r in said] == [f"disk full: {settings.DATA_DIR}"]
     assert not any(r.exc_info for r in said)
+
+
+def test_a_tick_whose_slot_hand_over_meets_a_full_disk_says_so_in_one_line_not_a_traceback(caplog, monkeypatch):
+    """Regression (CI, tests/test_disk_full.py): a tick batch whose last write, giving its slot
+    back, met a full disk left Huey to log 'Unhandled exception' with the traceback. The
+    slot's lease expires on its own; the tick says disk full once and ends."""
+    from archivebox.core import leases
+    from archivebox.tasks import ticks
+
+    def release_slot(slot, holder):
+        raise OperationalError("database or disk is full") from None
+
+    monkeypatch.setattr(leases, "release_slot", release_slot)
+    monkeypatch.setitem(diskspace._state, "since", None)
+    monkeypatch.setitem(diskspace._state, "said", 0.0)
+    with caplog.at_level("INFO"):
+        ticks.tick.call_local("Crawl", [], None, "slot:Crawl:0", "a-holder")
+    said = [r for r in caplog.records if r.levelname in ("ERROR", "WARNING")]
+    assert [r.getMessage().split(" (")[0] for r in said] == [f"disk full: {settings.DATA_DIR}"]
+    assert not any(r.exc_info for r in said)
